@@ -1,0 +1,145 @@
+package coordinator
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+)
+
+// Check is one timer tick (`check --once`): kill switch → post-boot release
+// of this node's own slot → detect → pre-lock gates → start the holder. The
+// node's alive record is published once on the way out with what the run
+// found, so the cluster sees every node's state and its reason.
+func (c *Coordinator) Check(ctx context.Context) error {
+	if r := c.gateKillSwitch(ctx, nil); !r.Pass {
+		c.log.Warn("reboots disabled", "event", "blocked", "reason", r.Reason)
+		return blocked(r.Code, "kill-switch", r.Reason)
+	}
+	bootID, err := c.Host.BootID()
+	if err != nil {
+		return failure("boot-id", err)
+	}
+	view, err := c.Cluster.View(ctx)
+	if err != nil {
+		return failure("etcd", err)
+	}
+	if !contains(view.Members, c.opt.Node) {
+		if err := c.Cluster.Register(ctx, c.opt.Node); err != nil {
+			return failure("etcd", err)
+		}
+		c.log.Info("registered as cluster member", "event", "registered")
+	}
+
+	alive := Alive{Node: c.opt.Node, BootID: bootID, Kernel: c.opt.Kernel, Version: c.opt.Version,
+		MaxConcurrent: c.opt.MaxConcurrent, State: StateIdle}
+	alive.Healthy, _ = c.nodeHealthy(ctx)
+	defer func() {
+		alive.UpdatedAt = c.Now()
+		pctx, cancel := c.cleanupCtx(ctx)
+		defer cancel()
+		if err := c.Cluster.PublishAlive(pctx, alive); err != nil {
+			c.log.Warn("could not publish alive record", "error", err)
+		}
+	}()
+
+	if slot, ok := view.SlotOf(c.opt.Node); ok {
+		held, err := c.postBoot(ctx, slot, bootID, &alive)
+		if err != nil || held {
+			return err
+		}
+		// Released: read again so the gates see the cluster without it.
+		if view, err = c.Cluster.View(ctx); err != nil {
+			return failure("etcd", err)
+		}
+	}
+
+	det := c.Detector.Detect(ctx)
+	alive.Detector, alive.Reason = det.Detector, det.Reason
+	switch det.Need {
+	case NeedUnknown:
+		alive.State, alive.Blocked = StateError, "detector error: "+det.Reason
+		c.log.Error("detector error: no reboot", "event", "detector-error", "detector", det.Detector, "reason", det.Reason)
+		return blocked(CodeDetector, "detector", det.Reason)
+	case NeedNo:
+		alive.Reason = ""
+		c.log.Info("no reboot needed", "event", "check", "detector", det.Detector, "action", "none")
+		return c.forgetReasons()
+	}
+	alive.RebootRequired = true
+
+	active, err := c.Holder.Active(ctx)
+	if err != nil {
+		alive.State, alive.Blocked = StateError, "cannot tell whether a holder runs: "+err.Error()
+		return failure("holder", err)
+	}
+	if active {
+		alive.State = StateWaiting
+		c.log.Info("reboot needed; a holder is already running", "event", "check", "action", "none", "reason", det.Reason)
+		return nil
+	}
+
+	in := &gateInput{phase: phasePreLock, view: view, now: c.Now(), det: det}
+	if _, f := c.evaluate(ctx, in); f != nil {
+		alive.State, alive.Blocked = StateBlocked, f.Reason
+		c.log.Warn("reboot needed but blocked", "event", "blocked", "gate", f.Gate, "reason", f.Reason, "health_status", healthStatus(f))
+		return blocked(f.Code, f.Gate, f.Reason)
+	}
+
+	alive.State = StateWaiting
+	c.log.Info("reboot needed; starting the lock holder", "event", "holder-start", "action", "hold", "reason", det.Reason, "detector", det.Detector)
+	if err := c.Holder.Start(ctx); err != nil {
+		alive.State, alive.Blocked = StateError, "holder: "+err.Error()
+		return failure("holder", err)
+	}
+	return nil
+}
+
+// nodeHealthy runs the local node-health test; an error counts as unhealthy.
+func (c *Coordinator) nodeHealthy(ctx context.Context) (bool, string) {
+	ok, why, err := c.NodeHealth.Healthy(ctx)
+	if err != nil {
+		return false, "node health unknown: " + err.Error()
+	}
+	return ok, why
+}
+
+// forgetReasons clears the reboot-loop guard once detection says the node no
+// longer needs a reboot: the reasons it counted are gone.
+func (c *Coordinator) forgetReasons() error {
+	st, err := c.State.Load()
+	if err != nil {
+		return failure("state", err)
+	}
+	if len(st.RebootsForReason) == 0 {
+		return nil
+	}
+	st.RebootsForReason = nil
+	if err := c.State.Save(st); err != nil {
+		return failure("state", err)
+	}
+	return nil
+}
+
+func healthStatus(f *GateResult) string {
+	if f.Code == CodeHealth {
+		return "unhealthy"
+	}
+	return "n/a"
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// logAttrsSlot are the fields logged for a slot.
+func logAttrsSlot(s Slot) []any {
+	return []any{slog.Group("slot", "node", s.Node, "boot_id", s.BootID, "fence", s.FenceRevision,
+		"acquired_at", s.AcquiredAt, "deadline", s.Deadline)}
+}
+
+func durationText(ms int64) string { return fmt.Sprintf("%.1fs", float64(ms)/1000) }

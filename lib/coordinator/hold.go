@@ -1,0 +1,287 @@
+package coordinator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+)
+
+// Hold is the lock holder (`clusterrebootd hold`): session → mutex → gates
+// under the lock → fenced slot → unlock → reboot. Gate failures release the
+// mutex and retry with backoff until max_hold_wait; a full slot table is
+// waited for under the mutex with a watch. Whatever happens, the mutex is
+// released and the session lease revoked on the way out.
+func (c *Coordinator) Hold(ctx context.Context) error {
+	if c.opt.MaxHoldWait > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.opt.MaxHoldWait)
+		defer cancel()
+	}
+	bootID, err := c.Host.BootID()
+	if err != nil {
+		return failure("boot-id", err)
+	}
+	sess, err := c.Cluster.NewSession(ctx, LockInfo{Node: c.opt.Node, PID: c.pid(), BootID: bootID})
+	if err != nil {
+		return failure("etcd", err)
+	}
+	log := c.log.With("lease_id", fmt.Sprintf("%x", sess.LeaseID()))
+	defer func() {
+		cctx, cancel := c.cleanupCtx(ctx)
+		defer cancel()
+		if err := sess.Close(cctx); err != nil {
+			log.Warn("could not revoke the session lease; it expires after lock.ttl", "error", err)
+		}
+	}()
+	// sctx ends when the session dies (lease expired, partition): from then
+	// on nothing may be decided under a mutex we may no longer own.
+	sctx, cancelSess := context.WithCancelCause(ctx)
+	defer cancelSess(nil)
+	go func() {
+		select {
+		case <-sess.Done():
+			cancelSess(ErrLockLost)
+		case <-sctx.Done():
+		}
+	}()
+
+	h := &holdRun{c: c, sess: sess, ctx: sctx, bootID: bootID}
+	h.log = log
+	return h.run()
+}
+
+// holdRun is the state of one Hold.
+type holdRun struct {
+	c       *Coordinator
+	sess    Session
+	ctx     context.Context
+	bootID  string
+	log     *slog.Logger
+	attempt int
+	last    *GateResult // the most recent blocking gate, for the final error
+	locked  bool
+}
+
+func (h *holdRun) run() error {
+	c := h.c
+	for {
+		h.attempt++
+		h.publish(StateWaiting, "queued for the cluster lock")
+		start := c.Now()
+		if err := h.sess.Lock(h.ctx); err != nil {
+			return h.stopped("waiting for the cluster lock", err)
+		}
+		h.locked = true
+		h.log.Info("cluster lock acquired", "event", "lock-acquired", "attempt", h.attempt,
+			"lock_wait_ms", c.Now().Sub(start).Milliseconds())
+
+		res, det, err := h.underLock()
+		if err != nil {
+			h.unlock()
+			return err
+		}
+		if res != nil && res.Abort {
+			h.unlock()
+			h.log.Info("reboot no longer needed: holder ends", "event", "aborted", "attempt", h.attempt)
+			h.publish(StateIdle, "")
+			return nil
+		}
+		if res != nil {
+			h.last = res
+			h.unlock()
+			h.publish(StateBlocked, res.Reason)
+			d := backoff(h.attempt, c.opt.BackoffMin, c.opt.BackoffMax)
+			h.log.Warn("blocked under the lock; retrying after backoff", "event", "blocked", "gate", res.Gate,
+				"reason", res.Reason, "attempt", h.attempt, "backoff", d, "health_status", healthStatus(res))
+			if err := sleepCtx(h.ctx, d); err != nil {
+				return h.stopped("backing off", err)
+			}
+			continue
+		}
+		return h.reboot(det)
+	}
+}
+
+// underLock evaluates the gates while owning the mutex. A full slot table is
+// waited out here (watching P/slots/), then every gate runs again. It returns
+// the blocking gate (nil when all passed) and the detection.
+func (h *holdRun) underLock() (*GateResult, Detection, error) {
+	c := h.c
+	for {
+		view, err := c.Cluster.View(h.ctx)
+		if err != nil {
+			return nil, Detection{}, h.stopped("reading cluster state", err)
+		}
+		if err := h.expireOverdue(&view); err != nil {
+			return nil, Detection{}, err
+		}
+		in := &gateInput{phase: phaseUnderLock, view: view, now: c.Now()}
+		_, f := c.evaluate(h.ctx, in)
+		if f != nil && f.Wait {
+			h.publish(StateWaiting, f.Reason)
+			h.log.Info("slots full: waiting for a slot under the lock", "event", "slot-wait", "reason", f.Reason)
+			if err := c.Cluster.WaitChange(h.ctx, WatchSlots, view.Revision); err != nil {
+				h.last = f
+				return nil, Detection{}, h.stopped("waiting for a free slot", err)
+			}
+			continue
+		}
+		if f != nil && f.Code == CodeDetector {
+			return nil, Detection{}, blocked(CodeDetector, "detector", f.Reason)
+		}
+		return f, in.det, nil
+	}
+}
+
+// expireOverdue frees overdue slots when slot_expiry = "release".
+func (h *holdRun) expireOverdue(v *View) error {
+	c := h.c
+	if !c.opt.SlotExpiryRelease {
+		return nil
+	}
+	now := c.Now()
+	kept := v.Slots[:0:0]
+	for _, s := range v.Slots {
+		if !s.Overdue(now) {
+			kept = append(kept, s)
+			continue
+		}
+		ev := HistoryEvent{Event: EventExpired, Node: s.Node, Reason: "overdue since " + s.Deadline.Format(time.RFC3339) + ": " + s.Reason,
+			By: c.opt.Node, At: now}
+		if err := c.Cluster.ReleaseSlot(h.ctx, s, ev); err != nil && !errors.Is(err, ErrConflict) {
+			return h.stopped("releasing an overdue slot", err)
+		}
+		h.log.Warn("overdue slot released (slot_expiry = release)", append([]any{"event", "slot-expired"}, logAttrsSlot(s)...)...)
+	}
+	v.Slots = kept
+	return nil
+}
+
+// reboot writes the fenced slot, releases the mutex and asks for the reboot.
+func (h *holdRun) reboot(det Detection) error {
+	c := h.c
+	now := c.Now()
+	slot := Slot{Node: c.opt.Node, BootID: h.bootID, Reason: det.Reason, AcquiredAt: now, Deadline: now.Add(c.opt.MaxRebootDuration)}
+	ev := HistoryEvent{Event: EventSlotTaken, Node: c.opt.Node, Reason: det.Reason, BootID: h.bootID, At: now}
+	slot, err := h.sess.AcquireSlot(h.ctx, slot, ev)
+	if err != nil {
+		h.unlock()
+		if errors.Is(err, ErrLockLost) {
+			h.log.Error("lock lost before the slot was written: no reboot", "event", "lock-lost", "error", err)
+			return &Error{Code: CodeBusy, Gate: "fence", Reason: "lock lost before the fenced slot write; no reboot", Err: err}
+		}
+		return h.stopped("writing the fenced slot", err)
+	}
+	h.log.Info("reboot slot taken", append([]any{"event", "slot-taken", "reason", det.Reason, "detector", det.Detector}, logAttrsSlot(slot)...)...)
+	h.unlock() // the slot protects the cluster from here on
+
+	if err := c.countReboot(det.Reason); err != nil {
+		return h.giveBack(slot, EventAborted, "state file: "+err.Error(), failure("state", err))
+	}
+	if c.opt.DryRun {
+		h.log.Info("dry run: not rebooting, releasing the slot", "event", "dry-run", "reason", det.Reason)
+		return h.giveBack(slot, EventDryRun, "dry run: "+det.Reason, nil)
+	}
+	if err := c.Host.MarkRebootRequested(h.bootID); err != nil {
+		return h.giveBack(slot, EventAborted, "cannot write the reboot-requested marker: "+err.Error(), failure("marker", err))
+	}
+	h.publish(StateRebooting, "")
+	req := HistoryEvent{Event: EventRebootRequested, Node: c.opt.Node, Reason: det.Reason, BootID: h.bootID, At: c.Now()}
+	if err := c.Cluster.AppendHistory(h.ctx, req); err != nil {
+		h.log.Warn("could not record reboot-requested in the history", "error", err)
+	}
+	h.log.Info("requesting reboot", "event", "reboot-requested", "action", "reboot", "reason", det.Reason, "attempt", h.attempt)
+	if err := c.Rebooter.Reboot(h.ctx, det.Reason); err != nil {
+		h.log.Error("reboot call failed: releasing the slot", "event", "reboot-failed", "error", err)
+		_ = c.Host.ClearRebootRequested()
+		c.uncountReboot(det.Reason)
+		return h.giveBack(slot, EventRebootFailed, err.Error(), &Error{Code: CodeInternal, Gate: "reboot", Reason: "reboot call failed; slot released", Err: err})
+	}
+	return nil
+}
+
+// giveBack deletes this node's slot right away (dry run, failed reboot) and
+// returns result.
+func (h *holdRun) giveBack(slot Slot, event, reason string, result error) error {
+	c := h.c
+	ctx, cancel := c.cleanupCtx(h.ctx)
+	defer cancel()
+	ev := HistoryEvent{Event: event, Node: c.opt.Node, Reason: reason, BootID: h.bootID, At: c.Now()}
+	if err := c.Cluster.ReleaseSlot(ctx, slot, ev); err != nil {
+		h.log.Error("could not release the slot: the cluster stays frozen until 'clusterrebootd release'", "error", err)
+		if result == nil {
+			return failure("etcd", err)
+		}
+	}
+	h.publish(StateIdle, "")
+	return result
+}
+
+func (h *holdRun) unlock() {
+	if !h.locked {
+		return
+	}
+	h.locked = false
+	ctx, cancel := h.c.cleanupCtx(h.ctx)
+	defer cancel()
+	if err := h.sess.Unlock(ctx); err != nil {
+		h.log.Warn("unlock failed; the mutex frees when the session lease ends", "error", err)
+	}
+}
+
+// stopped turns the end of a wait into the run's error: the session died
+// (lock lost), max_hold_wait passed, the holder was stopped, or etcd failed.
+func (h *holdRun) stopped(doing string, err error) error {
+	cause := context.Cause(h.ctx)
+	switch {
+	case errors.Is(cause, ErrLockLost) || errors.Is(err, ErrLockLost):
+		h.log.Error("etcd session lost: no reboot", "event", "lock-lost", "while", doing)
+		return &Error{Code: CodeBusy, Gate: "session", Reason: "etcd session lost while " + doing + "; no reboot", Err: ErrLockLost}
+	case errors.Is(cause, context.DeadlineExceeded):
+		if h.last != nil {
+			return &Error{Code: h.last.Code, Gate: h.last.Gate, Reason: "max_hold_wait passed; last blocked by: " + h.last.Reason}
+		}
+		return &Error{Code: CodeBusy, Gate: "lock", Reason: "max_hold_wait passed while " + doing}
+	case errors.Is(cause, context.Canceled):
+		h.log.Warn("holder stopped before the reboot; lock released", "event", "stopped", "while", doing)
+		return &Error{Code: CodeBlocked, Gate: "hold", Reason: "stopped while " + doing + "; no reboot"}
+	}
+	return failure("etcd", fmt.Errorf("%s: %w", doing, err))
+}
+
+// publish updates this node's alive record; best effort.
+func (h *holdRun) publish(state, why string) {
+	c := h.c
+	ok, _ := c.nodeHealthy(h.ctx)
+	a := Alive{Node: c.opt.Node, BootID: h.bootID, Kernel: c.opt.Kernel, Version: c.opt.Version, State: state,
+		Blocked: why, Healthy: ok, RebootRequired: state != StateIdle, MaxConcurrent: c.opt.MaxConcurrent, UpdatedAt: c.Now()}
+	if err := c.Cluster.PublishAlive(h.ctx, a); err != nil {
+		h.log.Warn("could not publish alive record", "error", err)
+	}
+}
+
+// countReboot records a coordinated reboot for reason (reboot-loop guard).
+func (c *Coordinator) countReboot(reason string) error {
+	st, err := c.State.Load()
+	if err != nil {
+		return err
+	}
+	if st.RebootsForReason == nil {
+		st.RebootsForReason = map[string]int{}
+	}
+	st.RebootsForReason[reason]++
+	return c.State.Save(st)
+}
+
+func (c *Coordinator) uncountReboot(reason string) {
+	st, err := c.State.Load()
+	if err != nil || st.RebootsForReason[reason] == 0 {
+		return
+	}
+	st.RebootsForReason[reason]--
+	if err := c.State.Save(st); err != nil {
+		c.log.Warn("could not save the state file", "error", err)
+	}
+}

@@ -1,0 +1,108 @@
+package coordinator
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// postBoot handles this node's own slot at the start of a check run
+// (DESIGN §3). It reports held = true while the slot must stay.
+func (c *Coordinator) postBoot(ctx context.Context, slot Slot, bootID string, alive *Alive) (held bool, _ error) {
+	now := c.Now()
+	if slot.BootID == bootID {
+		return c.sameBoot(ctx, slot, bootID, alive)
+	}
+
+	alive.State = StateVerifying
+	ok, why := c.nodeHealthy(ctx)
+	if ok {
+		view, err := c.Cluster.View(ctx)
+		if err != nil {
+			return true, failure("etcd", err)
+		}
+		v, err := c.Script.Run(ctx, PhasePostBoot, view)
+		switch {
+		case err != nil:
+			ok, why = false, fmt.Sprintf("health script failed: %v", err)
+		case !v.Allowed:
+			ok, why = false, fmt.Sprintf("health script exit %d: %s", v.ExitCode, v.FirstLine)
+		}
+	}
+	if !ok {
+		alive.Blocked = "post-boot health failed, slot kept: " + why
+		if !slot.HealthySince.IsZero() {
+			slot.HealthySince = time.Time{}
+			if _, err := c.Cluster.UpdateSlot(ctx, slot); err != nil {
+				c.log.Warn("could not reset healthy_since", "error", err)
+			}
+		}
+		c.log.Warn("back from reboot but not healthy: keeping the slot", "event", "post-boot-unhealthy", "reason", why, "health_status", "unhealthy")
+		return true, blocked(CodeHealth, "post-boot", alive.Blocked)
+	}
+
+	if slot.HealthySince.IsZero() {
+		slot.HealthySince = now
+		if c.opt.PostBootSoak > 0 {
+			var err error
+			if slot, err = c.Cluster.UpdateSlot(ctx, slot); err != nil {
+				return true, failure("etcd", err)
+			}
+		}
+	}
+	if soaked := now.Sub(slot.HealthySince); soaked < c.opt.PostBootSoak {
+		alive.Blocked = fmt.Sprintf("post-boot soak: healthy for %s of %s", soaked.Round(time.Second), c.opt.PostBootSoak)
+		c.log.Info("back from reboot and healthy, soaking", "event", "post-boot-soak", "reason", alive.Blocked)
+		return true, nil
+	}
+
+	dur := now.Sub(slot.AcquiredAt)
+	ev := HistoryEvent{Event: EventCompleted, Node: c.opt.Node, Reason: slot.Reason, BootID: bootID, At: now, DurationMS: dur.Milliseconds()}
+	if err := c.Cluster.ReleaseSlot(ctx, slot, ev); err != nil {
+		return true, failure("etcd", err)
+	}
+	alive.State = StateIdle
+	c.log.Info("reboot completed, slot released", "event", "slot-released", "action", "release",
+		"reason", slot.Reason, "duration_ms", dur.Milliseconds(), "health_status", "healthy")
+	if err := c.Host.MarkRebooted(now); err != nil {
+		c.log.Warn("could not write the rebooted marker", "error", err)
+	}
+	if st, err := c.State.Load(); err == nil {
+		st.LastRebootAt, st.LastRebootReason = now, slot.Reason
+		if err := c.State.Save(st); err != nil {
+			c.log.Warn("could not save the state file", "error", err)
+		}
+	}
+	return false, nil
+}
+
+// sameBoot: the slot was taken in this boot. Either the reboot is still on
+// its way (a holder runs, or it asked for the reboot), or it never happened
+// and the slot must not block the cluster.
+func (c *Coordinator) sameBoot(ctx context.Context, slot Slot, bootID string, alive *Alive) (bool, error) {
+	alive.State = StateRebooting
+	active, err := c.Holder.Active(ctx)
+	if err != nil {
+		return true, failure("holder", err)
+	}
+	requested, err := c.Host.RebootRequested(bootID)
+	if err != nil {
+		return true, failure("marker", err)
+	}
+	if active || requested {
+		alive.Blocked = "reboot in progress"
+		c.log.Info("own slot held and reboot in progress", "event", "check", "action", "none")
+		return true, nil
+	}
+	ev := HistoryEvent{Event: EventAborted, Node: c.opt.Node, Reason: "reboot never happened (same boot_id, no holder): " + slot.Reason,
+		BootID: bootID, At: c.Now()}
+	if err := c.Cluster.ReleaseSlot(ctx, slot, ev); err != nil {
+		return true, failure("etcd", err)
+	}
+	c.log.Error("own slot held but the reboot never happened: slot released", append([]any{"event", "slot-aborted"}, logAttrsSlot(slot)...)...)
+	alive.State = StateIdle
+	return false, nil
+}
+
+// PhasePostBoot is the health script phase after a reboot.
+const PhasePostBoot = "post-boot"

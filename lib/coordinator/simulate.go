@@ -1,0 +1,66 @@
+package coordinator
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// Report is the outcome of Simulate: every gate of a real run with its
+// verdict, and the exit code a real check/hold would give.
+type Report struct {
+	Node      string       `json:"node"`
+	Need      string       `json:"reboot_needed"`
+	Detector  string       `json:"detector,omitempty"`
+	Reason    string       `json:"reason,omitempty"`
+	Gates     []GateResult `json:"gates"`
+	Code      Code         `json:"exit_code"`
+	Verdict   string       `json:"verdict"`
+	Evaluated time.Time    `json:"evaluated_at"`
+}
+
+// Simulate runs the whole decision read-only: it takes no lock, writes
+// nothing to etcd or the state file, and runs the health script in phase
+// pre-lock. Gates are evaluated in the under-lock order and all of them are
+// reported, not only up to the first that blocks.
+func (c *Coordinator) Simulate(ctx context.Context) (Report, error) {
+	now := c.Now()
+	r := Report{Node: c.opt.Node, Evaluated: now}
+	view, err := c.Cluster.View(ctx)
+	if err != nil {
+		f := failure("etcd", err)
+		r.Code, r.Verdict = f.Code, f.Error()
+		return r, f
+	}
+	own := GateResult{Gate: "own-slot", Pass: true, Reason: "no slot held by this node"}
+	if s, ok := view.SlotOf(c.opt.Node); ok {
+		own = GateResult{Gate: "own-slot", Code: CodeBusy, Reason: fmt.Sprintf(
+			"this node holds a slot since %s (%s); the next check releases it once back and healthy",
+			s.AcquiredAt.Format(time.RFC3339), s.Reason)}
+	}
+	in := &gateInput{phase: phaseSimulate, view: view, now: now}
+	gates, first := c.evaluate(ctx, in)
+	r.Gates = append([]GateResult{own}, gates...)
+	r.Need, r.Detector, r.Reason = needText(in.det.Need), in.det.Detector, in.det.Reason
+	switch {
+	case !own.Pass:
+		r.Code, r.Verdict = CodeOK, "no new reboot: "+own.Reason
+	case first == nil:
+		r.Code, r.Verdict = CodeOK, "a real run would start the holder and reboot now"
+	case first.Abort:
+		r.Code, r.Verdict = CodeOK, "no reboot needed"
+	default:
+		r.Code, r.Verdict = first.Code, fmt.Sprintf("blocked by %s: %s", first.Gate, first.Reason)
+	}
+	return r, nil
+}
+
+func needText(n Need) string {
+	switch n {
+	case NeedYes:
+		return "yes"
+	case NeedNo:
+		return "no"
+	}
+	return "unknown"
+}
