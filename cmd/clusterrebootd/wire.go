@@ -1,0 +1,194 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+
+	"github.com/clusterrebootd/clusterrebootd/lib/cluster"
+	"github.com/clusterrebootd/clusterrebootd/lib/config"
+	co "github.com/clusterrebootd/clusterrebootd/lib/coordinator"
+	"github.com/clusterrebootd/clusterrebootd/lib/detect"
+	"github.com/clusterrebootd/clusterrebootd/lib/gate"
+	"github.com/clusterrebootd/clusterrebootd/lib/reboot"
+	"github.com/clusterrebootd/clusterrebootd/lib/systemd"
+)
+
+// Files in [paths].run_dir.
+const (
+	checkLockFile = "check.lock"
+	holdLockFile  = "hold.lock"
+	stateFileName = "state.json"
+)
+
+// app is one command's wired world.
+type app struct {
+	// unsupported names configured modes this build cannot run yet; check
+	// and hold refuse to start with them (exit 2) before touching anything.
+	unsupported []unavailable
+	cfg         *config.Config
+	log         *slog.Logger
+	coord       *co.Coordinator
+	cluster     *lazyCluster
+}
+
+func (a *app) Close() { a.cluster.close() }
+
+// runnable refuses a check or hold run with a mode this build lacks.
+func (a *app) runnable() error {
+	if len(a.unsupported) > 0 {
+		return a.unsupported[0].err()
+	}
+	return nil
+}
+
+// wire builds the coordinator and its adapters from the configuration. etcd
+// is dialled lazily, on the first call that needs it, so that a run blocked
+// by the kill switch never touches the network.
+func (e *Env) wire(cfg *config.Config, log *slog.Logger) (*app, error) {
+	w, err := assemble(cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	coord, err := co.New(w.opts, w.deps)
+	if err != nil {
+		return nil, err
+	}
+	w.fg.hold = coord.Hold
+	return &app{unsupported: w.unsupported, cfg: cfg, log: log, coord: coord, cluster: w.lazy}, nil
+}
+
+// wiring is the coordinator's options and adapters before construction.
+type wiring struct {
+	opts        co.Options
+	deps        co.Deps
+	lazy        *lazyCluster
+	fg          *foregroundHolder
+	unsupported []unavailable
+}
+
+// assemble converts the configuration into each package's options.
+func assemble(cfg *config.Config, log *slog.Logger) (*wiring, error) {
+	specs := make([]detect.Spec, 0, len(cfg.Detectors))
+	for _, d := range cfg.Detectors {
+		specs = append(specs, detect.Spec{Type: d.Type, Path: d.Path, Cmd: d.Cmd,
+			NeededExitCodes: d.NeededExitCodes, NotNeededExitCodes: d.NotNeededExitCodes, Timeout: d.Timeout.Std()})
+	}
+	detectors, err := detect.New(detect.Options{Specs: specs, OSRelease: cfg.Paths.OSRelease, BootDir: cfg.Paths.BootDir, Logger: log})
+	if err != nil {
+		return nil, configError{fmt.Errorf("detector: %w", err)}
+	}
+	schedule, err := gate.NewSchedule(cfg.Windows.Allow, cfg.Windows.Deny, cfg.Windows.Timezone, cfg.Windows.ExpectedRebootDuration.Std())
+	if err != nil {
+		return nil, configError{fmt.Errorf("windows: %w", err)}
+	}
+	policy := gate.Policy{
+		SlotExpiry: cfg.Lock.SlotExpiry, MinHealthyFraction: cfg.Policy.MinHealthyFraction,
+		MinHealthyAbsolute: cfg.Policy.MinHealthyAbsolute, ExpectedNodes: cfg.Policy.ExpectedNodes,
+		FallbackNodes: cfg.Policy.FallbackNodes, ForbidIfOnlyFallbackLeft: cfg.Policy.ForbidIfOnlyFallbackLeft,
+	}
+	uid := -1
+	if os.Geteuid() != 0 {
+		uid = os.Geteuid() // unprivileged runs (tests, demo) trust their own files too
+	}
+	script := scriptPort{
+		script: &gate.Script{Path: cfg.Health.Script, Timeout: cfg.Health.Timeout.Std(), Logger: log, UID: uid},
+		env: gate.ScriptEnv{Node: cfg.NodeName, Cluster: cfg.Cluster, FallbackSet: cfg.Policy.FallbackNodes,
+			EtcdEndpoints: cfg.Etcd.Endpoints, MinHealthyFraction: cfg.Policy.MinHealthyFraction,
+			MinHealthyAbsolute: cfg.Policy.MinHealthyAbsolute},
+		policy: policy,
+	}
+	var unsupported []unavailable
+	var rebooter co.Rebooter
+	if cfg.Reboot.Method == config.RebootCommand {
+		rebooter = &reboot.Command{Argv: cfg.Reboot.Command, Timeout: cfg.Reboot.Timeout.Std(), Logger: log}
+	} else {
+		u := unavailable{"reboot.method = " + cfg.Reboot.Method}
+		rebooter, unsupported = u, append(unsupported, u)
+	}
+	holdLock := filepath.Join(cfg.Paths.RunDir, holdLockFile)
+	fg := &foregroundHolder{lockPath: holdLock}
+	var holder co.Holder = fg
+	if cfg.Systemd.Holder != config.HolderForeground {
+		u := unavailable{"systemd.holder = " + cfg.Systemd.Holder}
+		holder, unsupported = u, append(unsupported, u)
+	}
+
+	lc := &lazyCluster{opts: cluster.Options{
+		Endpoints: cfg.Etcd.Endpoints, DialTimeout: cfg.Etcd.DialTimeout.Std(), RequestTimeout: cfg.Etcd.RequestTimeout.Std(),
+		Username: cfg.Etcd.Username, PasswordFile: cfg.Etcd.PasswordFile,
+		CAFile: cfg.Etcd.TLS.CAFile, CertFile: cfg.Etcd.TLS.CertFile, KeyFile: cfg.Etcd.TLS.KeyFile, ServerName: cfg.Etcd.TLS.ServerName,
+		Cluster: cfg.Cluster, Logger: log,
+	}}
+	port := &clusterPort{lazy: lc, aliveTTL: cfg.AliveTTL.Std(), historyTTL: cfg.HistoryTTL.Std(), lockTTL: cfg.Lock.TTL.Std()}
+
+	return &wiring{opts: co.Options{
+		Node: cfg.NodeName, Cluster: cfg.Cluster, Version: version, Kernel: kernelRelease(),
+		DryRun: cfg.DryRun, MaxConcurrent: cfg.Lock.MaxConcurrent, MaxHoldWait: cfg.Lock.MaxHoldWait.Std(),
+		BackoffMin: cfg.Lock.BackoffMin.Std(), BackoffMax: cfg.Lock.BackoffMax.Std(),
+		MaxRebootDuration: cfg.Lock.MaxRebootDuration.Std(), PostBootSoak: cfg.Policy.PostBootSoak.Std(),
+		SlotExpiryRelease: cfg.Lock.SlotExpiry == config.SlotExpiryRelease, MaxRebootsPerReason: cfg.Policy.MaxRebootsPerReason,
+		RespectInhibitors: cfg.Reboot.RespectInhibitors, KillSwitchPath: cfg.Paths.KillSwitch,
+		CleanupTimeout: cfg.Etcd.RequestTimeout.Std() * 2,
+	}, deps: co.Deps{
+		Cluster: port, Detector: detectPort{detectors}, Script: script, Windows: windowPort{schedule},
+		Policies: policyPort{p: policy},
+		NodeHealth: nodeHealthPort{states: cfg.Health.HealthyStates, systemd: systemd.Manager{Timeout: cfg.Systemd.DBusTimeout.Std()},
+			command: cfg.Health.NodeHealthCommand, timeout: cfg.Health.Timeout.Std()},
+		Rebooter: rebooter, Holder: holder,
+		Host:   hostPort{bootIDPath: cfg.Paths.BootID, killSwitch: cfg.Paths.KillSwitch, runDir: cfg.Paths.RunDir},
+		State:  stateFile{path: filepath.Join(cfg.Paths.StateDir, stateFileName)},
+		Logger: log,
+	}, lazy: lc, fg: fg, unsupported: unsupported}, nil
+}
+
+// lazyCluster dials etcd on first use and keeps the client for the run.
+type lazyCluster struct {
+	opts cluster.Options
+	once sync.Once
+	c    *cluster.Client
+	err  error
+}
+
+func (l *lazyCluster) get(ctx context.Context) (*cluster.Client, error) {
+	l.once.Do(func() { l.c, l.err = cluster.Dial(ctx, l.opts) })
+	return l.c, l.err
+}
+
+func (l *lazyCluster) close() {
+	if l.c != nil {
+		l.c.Close()
+	}
+}
+
+// kernelRelease is the running kernel for the alive record.
+func kernelRelease() string {
+	var u syscall.Utsname
+	if syscall.Uname(&u) != nil {
+		return ""
+	}
+	b := make([]byte, 0, len(u.Release))
+	for _, c := range u.Release {
+		if c == 0 {
+			break
+		}
+		b = append(b, byte(c))
+	}
+	return string(b)
+}
+
+// unavailable stands in for an adapter this build does not have yet (the
+// logind reboot and the transient holder unit). It fails closed: it says so
+// and never reboots or starts anything.
+type unavailable struct{ what string }
+
+func (u unavailable) err() error {
+	return configError{fmt.Errorf("%s is not supported by this build yet; use reboot.method = \"command\" and systemd.holder = \"foreground\"", u.what)}
+}
+func (u unavailable) Reboot(context.Context, string) error { return u.err() }
+func (u unavailable) Active(context.Context) (bool, error) { return false, nil }
+func (u unavailable) Start(context.Context) error          { return u.err() }
