@@ -1,0 +1,63 @@
+package config
+
+import (
+	"errors"
+	"strconv"
+	"strings"
+)
+
+// ErrInvalid is matched (errors.Is) by every error Load returns: syntax
+// errors, unknown keys, wrong types, impossible values, unreadable files.
+// The command line maps it to exit code 2.
+var ErrInvalid = errors.New("config: invalid")
+
+// Problem is one thing wrong with the configuration.
+type Problem struct {
+	File string // file the problem is attributed to; "" only when no file is known
+	Line int    // 1-based line in File; 0 when unknown
+	Key  string // full dotted key such as "lock.ttl" or "detector[2].timeout"; "" for file-level problems
+	Msg  string // what is wrong; never contains the value of a secret-looking key
+}
+
+// String renders the problem as "file:line: key: msg"; the line and the key
+// are left out when unknown.
+func (p Problem) String() string {
+	var b strings.Builder
+	if p.File != "" {
+		b.WriteString(p.File)
+	} else {
+		b.WriteString("config")
+	}
+	if p.Line > 0 {
+		b.WriteByte(':')
+		b.WriteString(strconv.Itoa(p.Line))
+	}
+	b.WriteString(": ")
+	if p.Key != "" {
+		b.WriteString(p.Key)
+		b.WriteString(": ")
+	}
+	b.WriteString(p.Msg)
+	return b.String()
+}
+
+// Error is the error Load returns: every problem found in every file, in
+// file order and, within a file, in line order.
+type Error struct {
+	Problems []Problem
+}
+
+// Error prints one problem per line.
+func (e *Error) Error() string {
+	if e == nil || len(e.Problems) == 0 {
+		return ErrInvalid.Error()
+	}
+	lines := make([]string, len(e.Problems))
+	for i, p := range e.Problems {
+		lines[i] = p.String()
+	}
+	return strings.Join(lines, "\n")
+}
+
+// Is makes errors.Is(err, ErrInvalid) true.
+func (e *Error) Is(target error) bool { return target == ErrInvalid }
