@@ -10,7 +10,7 @@ ETCD_BIN  := $(CURDIR)/$(BIN)/etcd
 FUZZTIME  ?= 5s
 export CGO_ENABLED = 0
 
-.PHONY: all build test unit fuzz lint demo clean etcd
+.PHONY: all build test unit fuzz lint demo bench clean etcd
 
 all: build
 
@@ -49,6 +49,11 @@ lint:
 ## demo: local 5-node demo cluster on an embedded etcd (no root, no systemd)
 demo: build
 	cd hack && $(GO) run ./demo -binary $(CURDIR)/$(BIN)/clusterrebootd
+
+## bench: handover latency (Go benchmark, real etcd) and the cost of an idle tick
+bench: build etcd
+	CLUSTERREBOOTD_ETCD_BIN=$(ETCD_BIN) $(GO) test -run '^$$' -bench Handover -benchtime 3x ./cmd/clusterrebootd/
+	cd hack && $(GO) run ./bench/tick -binary $(CURDIR)/$(BIN)/clusterrebootd -n 200
 
 clean:
 	rm -rf $(BIN)

@@ -2,14 +2,12 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"time"
 
 	co "github.com/clusterrebootd/clusterrebootd/lib/coordinator"
 	"github.com/clusterrebootd/clusterrebootd/lib/detect"
 	"github.com/clusterrebootd/clusterrebootd/lib/gate"
-	"github.com/clusterrebootd/clusterrebootd/lib/proc"
 )
 
 // snapshotOf converts the coordinator's view into lib/gate's policy input.
@@ -86,56 +84,4 @@ func (d detectPort) Detect(ctx context.Context) co.Detection {
 		out.Need = co.NeedUnknown
 	}
 	return out
-}
-
-// systemStater reads systemd's SystemState (lib/systemd).
-type systemStater interface {
-	SystemState(ctx context.Context) (string, error)
-}
-
-// nodeHealthPort is the local node-health test: SystemState in
-// healthy_states (skipped when the list is empty) and the optional
-// node_health_command.
-type nodeHealthPort struct {
-	states  []string
-	systemd systemStater
-	command []string
-	timeout time.Duration
-}
-
-func (n nodeHealthPort) Healthy(ctx context.Context) (bool, string, error) {
-	var why []string
-	if len(n.states) > 0 {
-		state, err := n.systemd.SystemState(ctx)
-		if err != nil {
-			return false, "", fmt.Errorf("systemd SystemState: %w", err)
-		}
-		if !contains(n.states, state) {
-			return false, fmt.Sprintf("systemd state %q not in healthy_states %v", state, n.states), nil
-		}
-		why = append(why, "systemd "+state)
-	}
-	if len(n.command) > 0 {
-		res, err := proc.Run(ctx, proc.Cmd{Argv: n.command, Timeout: n.timeout})
-		if err != nil {
-			return false, "", fmt.Errorf("node_health_command: %w", err)
-		}
-		if res.ExitCode != 0 {
-			return false, fmt.Sprintf("node_health_command exit %d: %s", res.ExitCode, res.FirstLine()), nil
-		}
-		why = append(why, "node_health_command ok")
-	}
-	if len(why) == 0 {
-		return true, "no node health test configured", nil
-	}
-	return true, strings.Join(why, ", "), nil
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }

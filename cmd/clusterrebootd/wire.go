@@ -137,8 +137,8 @@ func assemble(cfg *config.Config, log *slog.Logger) (*wiring, error) {
 	}, deps: co.Deps{
 		Cluster: port, Detector: detectPort{detectors}, Script: script, Windows: windowPort{schedule},
 		Policies: policyPort{p: policy},
-		NodeHealth: nodeHealthPort{states: cfg.Health.HealthyStates, systemd: systemd.Manager{Timeout: cfg.Systemd.DBusTimeout.Std()},
-			command: cfg.Health.NodeHealthCommand, timeout: cfg.Health.Timeout.Std()},
+		NodeHealth: gate.NodeHealth{States: cfg.Health.HealthyStates, SystemState: systemd.Manager{Timeout: cfg.Systemd.DBusTimeout.Std()}.SystemState,
+			Command: cfg.Health.NodeHealthCommand, Timeout: cfg.Health.Timeout.Std()},
 		Rebooter: rebooter, Holder: holder,
 		Host:   hostPort{bootIDPath: cfg.Paths.BootID, killSwitch: cfg.Paths.KillSwitch, runDir: cfg.Paths.RunDir},
 		State:  stateFile{path: filepath.Join(cfg.Paths.StateDir, stateFileName)},
