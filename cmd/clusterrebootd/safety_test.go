@@ -44,34 +44,45 @@ func TestRandomizedSafety(t *testing.T) {
 	}
 	shared := etcdtest.Start(t)
 	var faultRuns, kills, restarts, reboots atomic.Int64
-	t.Run("runs", func(t *testing.T) {
-		for i := range runs {
-			seed := base + uint64(i)
-			t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
-				r := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
-				restart := r.IntN(8) == 0 // an etcd restart needs its own server
-				if !restart {
-					t.Parallel()
-				}
-				srv := shared
-				if restart {
-					srv = etcdtest.Start(t)
-				}
-				st := runSim(t, srv, r, fmt.Sprintf("sim%d", seed), restart)
-				kills.Add(int64(st.kills))
-				reboots.Add(int64(st.reboots))
-				if st.kills > 0 || restart {
-					faultRuns.Add(1)
-				}
-				if restart {
-					restarts.Add(1)
-				}
-				if t.Failed() {
-					t.Logf("reproduce with CLUSTERREBOOTD_SAFETY_SEED=%d", seed)
-				}
-			})
-		}
-	})
+	// Runs mostly wait on etcd and timers: a pool of workers runs several
+	// at once (t.Run from several goroutines is allowed). A run with an etcd
+	// restart gets its own server.
+	const workers = 6
+	seeds := make(chan uint64)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for seed := range seeds {
+				t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
+					r := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+					restart := r.IntN(8) == 0
+					srv := shared
+					if restart {
+						srv = etcdtest.Start(t)
+					}
+					st := runSim(t, srv, r, fmt.Sprintf("sim%d", seed), restart)
+					kills.Add(int64(st.kills))
+					reboots.Add(int64(st.reboots))
+					if st.kills > 0 || restart {
+						faultRuns.Add(1)
+					}
+					if restart {
+						restarts.Add(1)
+					}
+					if t.Failed() {
+						t.Logf("reproduce with CLUSTERREBOOTD_SAFETY_SEED=%d", seed)
+					}
+				})
+			}
+		}()
+	}
+	for i := range runs {
+		seeds <- base + uint64(i)
+	}
+	close(seeds)
+	wg.Wait()
 	t.Logf("%d runs (%d with faults): %d reboots, %d holder kills, %d etcd restarts",
 		runs, faultRuns.Load(), reboots.Load(), kills.Load(), restarts.Load())
 }
@@ -261,23 +272,10 @@ func (s *sim) runCheck(ctx context.Context, nd *simNode) {
 		nd.mu.Unlock()
 	}()
 
-	cfg := config.Default()
-	cfg.NodeName, cfg.Cluster = nd.name, s.cluster
-	cfg.Detectors = []config.Detector{{Type: "file", Path: filepath.Join(nd.dir, "reboot-required"), Timeout: config.Duration(time.Second)}}
-	cfg.Health.HealthyStates = nil
-	cfg.Lock.TTL = config.Duration(2 * time.Second)
-	cfg.Lock.MaxConcurrent = s.max
-	cfg.Lock.MaxHoldWait = config.Duration(20 * time.Second)
-	cfg.Lock.BackoffMin, cfg.Lock.BackoffMax = config.Duration(10*time.Millisecond), config.Duration(100*time.Millisecond)
-	cfg.Lock.MaxRebootDuration = config.Duration(30 * time.Second)
+	cfg := testConfig(nd.name, s.cluster, nd.dir, s.max)
 	if s.release {
 		cfg.Lock.SlotExpiry, cfg.Lock.MaxRebootDuration = config.SlotExpiryRelease, config.Duration(3*time.Second)
 	}
-	cfg.Windows.Timezone, cfg.Windows.ExpectedRebootDuration = "UTC", 0
-	cfg.Reboot.Method, cfg.Reboot.Command = config.RebootCommand, []string{"/bin/true"}
-	cfg.Systemd.Holder = config.HolderForeground
-	cfg.Etcd.RequestTimeout = config.Duration(time.Second)
-	cfg.Paths.StateDir = nd.dir
 	w, err := assemble(&cfg, nil)
 	if err != nil {
 		s.t.Errorf("assemble: %v", err)
@@ -504,4 +502,25 @@ func (s *sim) checkNothingLeft() {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// testConfig is a node's configuration for in-process runs: file detector
+// in dir, no systemd, short lock timings, command reboot (replaced by the
+// test's Rebooter).
+func testConfig(node, cluster, dir string, maxConcurrent int) config.Config {
+	cfg := config.Default()
+	cfg.NodeName, cfg.Cluster = node, cluster
+	cfg.Detectors = []config.Detector{{Type: "file", Path: filepath.Join(dir, "reboot-required"), Timeout: config.Duration(time.Second)}}
+	cfg.Health.HealthyStates = nil
+	cfg.Lock.TTL = config.Duration(2 * time.Second)
+	cfg.Lock.MaxConcurrent = maxConcurrent
+	cfg.Lock.MaxHoldWait = config.Duration(20 * time.Second)
+	cfg.Lock.BackoffMin, cfg.Lock.BackoffMax = config.Duration(10*time.Millisecond), config.Duration(100*time.Millisecond)
+	cfg.Lock.MaxRebootDuration = config.Duration(30 * time.Second)
+	cfg.Windows.Timezone, cfg.Windows.ExpectedRebootDuration = "UTC", 0
+	cfg.Reboot.Method, cfg.Reboot.Command = config.RebootCommand, []string{"/bin/true"}
+	cfg.Systemd.Holder = config.HolderForeground
+	cfg.Etcd.RequestTimeout = config.Duration(time.Second)
+	cfg.Paths.StateDir = dir
+	return cfg
 }

@@ -32,7 +32,7 @@ func (c *Coordinator) postBoot(ctx context.Context, slot Slot, bootID string, al
 	if !ok {
 		alive.Blocked = "post-boot health failed, slot kept: " + why
 		if !slot.HealthySince.IsZero() {
-			slot.HealthySince = time.Time{}
+			
 			if _, err := c.Cluster.UpdateSlot(ctx, slot); err != nil {
 				c.log.Warn("could not reset healthy_since", "error", err)
 			}
@@ -56,12 +56,17 @@ func (c *Coordinator) postBoot(ctx context.Context, slot Slot, bootID string, al
 		return true, nil
 	}
 
+	// Tell the cluster this node is healthy again before the slot goes, so
+	// the holder that wakes on the release counts it as up.
+	alive.State, alive.Healthy, alive.Blocked, alive.UpdatedAt = StateIdle, true, "", now
+	if err := c.Cluster.PublishAlive(ctx, *alive); err != nil {
+		return true, failure("etcd", err)
+	}
 	dur := now.Sub(slot.AcquiredAt)
 	ev := HistoryEvent{Event: EventCompleted, Node: c.opt.Node, Reason: slot.Reason, BootID: bootID, At: now, DurationMS: dur.Milliseconds()}
 	if err := c.Cluster.ReleaseSlot(ctx, slot, ev); err != nil {
 		return true, failure("etcd", err)
 	}
-	alive.State = StateIdle
 	c.log.Info("reboot completed, slot released", "event", "slot-released", "action", "release",
 		"reason", slot.Reason, "duration_ms", dur.Milliseconds(), "health_status", "healthy")
 	if err := c.Host.MarkRebooted(now); err != nil {
