@@ -9,27 +9,33 @@ import (
 // backoffCap is the exponential ceiling for attempt n (1-based):
 // min·2^(n-1), capped at max.
 func backoffCap(attempt int, min, max time.Duration) time.Duration {
-	if min <= 0 {
-		min = time.Second
-	}
+	min = backoffMin(min)
 	if max < min {
 		max = min
 	}
 	d := min
 	for i := 1; i < attempt && d < max; i++ {
+		if d > max/2 { // doubling would pass max (or overflow)
+			return max
+		}
 		d *= 2
 	}
-	if d > max {
-		d = max
-	}
 	return d
+}
+
+// backoffMin is min, or 1s when min is not positive.
+func backoffMin(min time.Duration) time.Duration {
+	if min <= 0 {
+		return time.Second
+	}
+	return min
 }
 
 // backoff is "full jitter": uniform in [min/2, cap]. The floor of min/2 keeps
 // a busy cluster from being hammered by zero-length sleeps.
 func backoff(attempt int, min, max time.Duration) time.Duration {
 	ceil := backoffCap(attempt, min, max)
-	floor := min / 2
+	floor := backoffMin(min) / 2
 	if ceil <= floor {
 		return ceil
 	}

@@ -2,7 +2,6 @@ package coordinator
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 )
 
@@ -141,5 +140,3 @@ func logAttrsSlot(s Slot) []any {
 	return []any{slog.Group("slot", "node", s.Node, "boot_id", s.BootID, "fence", s.FenceRevision,
 		"acquired_at", s.AcquiredAt, "deadline", s.Deadline)}
 }
-
-func durationText(ms int64) string { return fmt.Sprintf("%.1fs", float64(ms)/1000) }

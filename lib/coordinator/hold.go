@@ -177,9 +177,6 @@ func (h *holdRun) reboot(det Detection) error {
 	h.log.Info("reboot slot taken", append([]any{"event", "slot-taken", "reason", det.Reason, "detector", det.Detector}, logAttrsSlot(slot)...)...)
 	h.unlock() // the slot protects the cluster from here on
 
-	if err := c.countReboot(det.Reason); err != nil {
-		return h.giveBack(slot, EventAborted, "state file: "+err.Error(), failure("state", err))
-	}
 	if c.opt.DryRun {
 		h.log.Info("dry run: not rebooting, releasing the slot", "event", "dry-run", "reason", det.Reason)
 		return h.giveBack(slot, EventDryRun, "dry run: "+det.Reason, nil)
@@ -196,7 +193,6 @@ func (h *holdRun) reboot(det Detection) error {
 	if err := c.Rebooter.Reboot(h.ctx, det.Reason); err != nil {
 		h.log.Error("reboot call failed: releasing the slot", "event", "reboot-failed", "error", err)
 		_ = c.Host.ClearRebootRequested()
-		c.uncountReboot(det.Reason)
 		return h.giveBack(slot, EventRebootFailed, err.Error(), &Error{Code: CodeInternal, Gate: "reboot", Reason: "reboot call failed; slot released", Err: err})
 	}
 	return nil
@@ -259,29 +255,5 @@ func (h *holdRun) publish(state, why string) {
 		Blocked: why, Healthy: ok, RebootRequired: state != StateIdle, MaxConcurrent: c.opt.MaxConcurrent, UpdatedAt: c.Now()}
 	if err := c.Cluster.PublishAlive(h.ctx, a); err != nil {
 		h.log.Warn("could not publish alive record", "error", err)
-	}
-}
-
-// countReboot records a coordinated reboot for reason (reboot-loop guard).
-func (c *Coordinator) countReboot(reason string) error {
-	st, err := c.State.Load()
-	if err != nil {
-		return err
-	}
-	if st.RebootsForReason == nil {
-		st.RebootsForReason = map[string]int{}
-	}
-	st.RebootsForReason[reason]++
-	return c.State.Save(st)
-}
-
-func (c *Coordinator) uncountReboot(reason string) {
-	st, err := c.State.Load()
-	if err != nil || st.RebootsForReason[reason] == 0 {
-		return
-	}
-	st.RebootsForReason[reason]--
-	if err := c.State.Save(st); err != nil {
-		c.log.Warn("could not save the state file", "error", err)
 	}
 }

@@ -161,9 +161,9 @@ type StateStore interface {
 
 // State is the node-local persistent state.
 type State struct {
-	// RebootsForReason counts coordinated reboots requested for a reason
-	// that is still present; cleared when detection says "not needed" and by
-	// an operator's ack.
+	// RebootsForReason counts completed coordinated reboots (new boot_id,
+	// slot released) per reason; cleared when detection says "not needed"
+	// and by an operator's ack.
 	RebootsForReason map[string]int `json:"reboots_for_reason,omitempty"`
 	LastRebootAt     time.Time      `json:"last_reboot_at,omitzero"`
 	LastRebootReason string         `json:"last_reboot_reason,omitempty"`

@@ -32,7 +32,7 @@ func (c *Coordinator) postBoot(ctx context.Context, slot Slot, bootID string, al
 	if !ok {
 		alive.Blocked = "post-boot health failed, slot kept: " + why
 		if !slot.HealthySince.IsZero() {
-			
+			slot.HealthySince = time.Time{}
 			if _, err := c.Cluster.UpdateSlot(ctx, slot); err != nil {
 				c.log.Warn("could not reset healthy_since", "error", err)
 			}
@@ -72,11 +72,20 @@ func (c *Coordinator) postBoot(ctx context.Context, slot Slot, bootID string, al
 	if err := c.Host.MarkRebooted(now); err != nil {
 		c.log.Warn("could not write the rebooted marker", "error", err)
 	}
-	if st, err := c.State.Load(); err == nil {
-		st.LastRebootAt, st.LastRebootReason = now, slot.Reason
-		if err := c.State.Save(st); err != nil {
-			c.log.Warn("could not save the state file", "error", err)
-		}
+	// The reboot-loop guard counts reboots that happened (a new boot_id),
+	// so a dry run, a failed reboot call or a holder killed before the call
+	// never count.
+	st, err := c.State.Load()
+	if err != nil {
+		return false, failure("state", err)
+	}
+	if st.RebootsForReason == nil {
+		st.RebootsForReason = map[string]int{}
+	}
+	st.RebootsForReason[slot.Reason]++
+	st.LastRebootAt, st.LastRebootReason = now, slot.Reason
+	if err := c.State.Save(st); err != nil {
+		return false, failure("state", err)
 	}
 	return false, nil
 }

@@ -39,7 +39,8 @@ func (c *Coordinator) Simulate(ctx context.Context) (Report, error) {
 			s.AcquiredAt.Format(time.RFC3339), s.Reason)}
 	}
 	in := &gateInput{phase: phaseSimulate, view: view, now: now}
-	gates, first := c.evaluate(ctx, in)
+	gates, _ := c.evaluate(ctx, in)
+	first := decisive(gates)
 	r.Gates = append([]GateResult{own}, gates...)
 	r.Need, r.Detector, r.Reason = needText(in.det.Need), in.det.Detector, in.det.Reason
 	switch {
@@ -63,4 +64,24 @@ func needText(n Need) string {
 		return "no"
 	}
 	return "unknown"
+}
+
+// decisive picks the gate whose verdict decides a real run's exit code. A
+// real check looks at the kill switch first and the detector before every
+// other gate (not needed → 0, unknown → 7), then the rest in order.
+func decisive(gates []GateResult) *GateResult {
+	byOrder := func(match func(GateResult) bool) *GateResult {
+		for i := range gates {
+			if !gates[i].Pass && match(gates[i]) {
+				return &gates[i]
+			}
+		}
+		return nil
+	}
+	for _, name := range []string{"kill-switch", "detector"} {
+		if g := byOrder(func(g GateResult) bool { return g.Gate == name }); g != nil {
+			return g
+		}
+	}
+	return byOrder(func(GateResult) bool { return true })
 }
