@@ -78,9 +78,9 @@ func TestCheckPostBoot(t *testing.T) {
 		{
 			// The reboot-loop guard: the reason is still present right
 			// after the coordinated reboot for it.
-			name:     "new boot, same reason still present: counted, loop guard blocks",
-			setup:    func(e *env) { ownSlot(e, nil) },
-			code:     CodeBlocked, gate: "reboot-loop-guard",
+			name:  "new boot, same reason still present: counted, loop guard blocks",
+			setup: func(e *env) { ownSlot(e, nil) },
+			code:  CodeBlocked, gate: "reboot-loop-guard",
 			released: EventCompleted, detected: true,
 			check: func(t *testing.T, e *env) {
 				if n := e.st.get().RebootsForReason[detYes.Reason]; n != 1 {
