@@ -197,6 +197,7 @@ func (s *sessionPort) Lock(ctx context.Context) error   { return mapErr(s.s.Lock
 func (s *sessionPort) Unlock(ctx context.Context) error { return mapErr(s.s.Unlock(ctx)) }
 func (s *sessionPort) Done() <-chan struct{}            { return s.s.Done() }
 func (s *sessionPort) LeaseID() int64                   { return s.s.LeaseID() }
+func (s *sessionPort) KeepAliveHealthy() bool           { return s.s.KeepAliveHealthy() }
 func (s *sessionPort) Close(ctx context.Context) error  { return mapErr(s.s.Close(ctx)) }
 
 func (s *sessionPort) AcquireSlot(ctx context.Context, sl co.Slot, ev co.HistoryEvent) (co.Slot, error) {

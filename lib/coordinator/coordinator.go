@@ -29,7 +29,8 @@ type Options struct {
 	CleanupTimeout time.Duration
 }
 
-// Deps are the adapters. Inhibitors may be nil (no logind).
+// Deps are the adapters. Inhibitors and Notify may be nil (no logind, no
+// service manager).
 type Deps struct {
 	Cluster    Cluster
 	Detector   Detector
@@ -42,6 +43,7 @@ type Deps struct {
 	Holder     Holder
 	Host       Host
 	State      StateStore
+	Notify     Notifier
 	Logger     *slog.Logger
 	Now        func() time.Time // nil: time.Now
 }
@@ -84,6 +86,9 @@ func New(opt Options, d Deps) (*Coordinator, error) {
 	if d.Now == nil {
 		d.Now = time.Now
 	}
+	if d.Notify == nil {
+		d.Notify = noNotify{}
+	}
 	log := d.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -98,3 +103,10 @@ func (c *Coordinator) cleanupCtx(ctx context.Context) (context.Context, context.
 }
 
 func (c *Coordinator) pid() int { return os.Getpid() }
+
+// noNotify is the Notifier when no service manager listens.
+type noNotify struct{}
+
+func (noNotify) Ready()                                {}
+func (noNotify) Status(string)                         {}
+func (noNotify) Watchdog(context.Context, func() bool) {}

@@ -518,8 +518,10 @@ func (s *fakeSession) AcquireSlot(ctx context.Context, sl Slot, ev HistoryEvent)
 	return sl, nil
 }
 
-func (s *fakeSession) Done() <-chan struct{} { return s.done }
-func (s *fakeSession) LeaseID() int64        { return s.id }
+func (s *fakeSession) Done() <-chan struct{}  { return s.done }
+func (s *fakeSession) KeepAliveHealthy() bool { return true }
+
+func (s *fakeSession) LeaseID() int64 { return s.id }
 
 // kill ends the session as an expired lease would: Done closes and the
 // mutex is freed.
@@ -891,6 +893,7 @@ type env struct {
 	holder *fakeHolder
 	host   *fakeHost
 	st     *fakeState
+	notify *fakeNotifier
 	opt    Options
 	// noInhibitors wires a nil Inhibitors port.
 	noInhibitors bool
@@ -936,6 +939,9 @@ func (e *env) coord(t *testing.T) *Coordinator {
 		NodeHealth: e.nh, Inhibitors: e.inh, Rebooter: e.rb, Holder: e.holder, Host: e.host,
 		State: e.st, Now: e.clk.Now,
 	}
+	if e.notify != nil {
+		d.Notify = e.notify
+	}
 	if e.noInhibitors {
 		d.Inhibitors = nil
 	}
@@ -969,4 +975,29 @@ func wantErr(t *testing.T, err error, code Code, gate string) *Error {
 		t.Fatalf("gate = %q, want %q (err: %v)", ce.Gate, gate, err)
 	}
 	return ce
+}
+
+// fakeNotifier records sd_notify calls.
+type fakeNotifier struct {
+	mu       sync.Mutex
+	ready    int
+	statuses []string
+	watchdog int
+}
+
+func (n *fakeNotifier) Ready() { n.mu.Lock(); n.ready++; n.mu.Unlock() }
+func (n *fakeNotifier) Status(line string) {
+	n.mu.Lock()
+	n.statuses = append(n.statuses, line)
+	n.mu.Unlock()
+}
+func (n *fakeNotifier) Watchdog(ctx context.Context, healthy func() bool) {
+	n.mu.Lock()
+	n.watchdog++
+	n.mu.Unlock()
+}
+func (n *fakeNotifier) lines() []string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return slices.Clone(n.statuses)
 }

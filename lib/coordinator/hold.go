@@ -47,6 +47,8 @@ func (c *Coordinator) Hold(ctx context.Context) error {
 		}
 	}()
 
+	c.Notify.Ready()
+	go c.Notify.Watchdog(sctx, sess.KeepAliveHealthy)
 	h := &holdRun{c: c, sess: sess, ctx: sctx, bootID: bootID}
 	h.log = log
 	return h.run()
@@ -68,7 +70,11 @@ func (h *holdRun) run() error {
 	c := h.c
 	for {
 		h.attempt++
-		h.publish(StateWaiting, "queued for the cluster lock")
+		queued := "queued for the cluster lock"
+		if v, err := c.Cluster.View(h.ctx); err == nil {
+			queued += fmt.Sprintf(", position %d", len(v.Queue)+1)
+		}
+		h.publish(StateWaiting, queued)
 		start := c.Now()
 		if err := h.sess.Lock(h.ctx); err != nil {
 			return h.stopped("waiting for the cluster lock", err)
@@ -184,7 +190,7 @@ func (h *holdRun) reboot(det Detection) error {
 	if err := c.Host.MarkRebootRequested(h.bootID); err != nil {
 		return h.giveBack(slot, EventAborted, "cannot write the reboot-requested marker: "+err.Error(), failure("marker", err))
 	}
-	h.publish(StateRebooting, "")
+	h.publish(StateRebooting, det.Reason)
 	req := HistoryEvent{Event: EventRebootRequested, Node: c.opt.Node, Reason: det.Reason, BootID: h.bootID, At: c.Now()}
 	if err := c.Cluster.AppendHistory(h.ctx, req); err != nil {
 		h.log.Warn("could not record reboot-requested in the history", "error", err)
@@ -247,9 +253,15 @@ func (h *holdRun) stopped(doing string, err error) error {
 	return failure("etcd", fmt.Errorf("%s: %w", doing, err))
 }
 
-// publish updates this node's alive record; best effort.
+// publish updates this node's alive record (best effort) and the holder
+// unit's STATUS line.
 func (h *holdRun) publish(state, why string) {
 	c := h.c
+	line := state
+	if why != "" {
+		line += ": " + why
+	}
+	c.Notify.Status(line)
 	ok, _ := c.nodeHealthy(h.ctx)
 	a := Alive{Node: c.opt.Node, BootID: h.bootID, Kernel: c.opt.Kernel, Version: c.opt.Version, State: state,
 		Blocked: why, Healthy: ok, RebootRequired: state != StateIdle, MaxConcurrent: c.opt.MaxConcurrent, UpdatedAt: c.Now()}

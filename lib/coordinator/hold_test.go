@@ -97,7 +97,7 @@ func TestHold(t *testing.T) {
 				if a := pub[len(pub)-1]; a.State != StateRebooting || !a.RebootRequired {
 					t.Errorf("last alive = %+v", a)
 				}
-				if pub[0].State != StateWaiting || pub[0].Blocked != "queued for the cluster lock" {
+				if pub[0].State != StateWaiting || pub[0].Blocked != "queued for the cluster lock, position 1" {
 					t.Errorf("first alive = %+v", pub[0])
 				}
 			},

@@ -342,3 +342,25 @@ func TestHoldTwoHoldersSerialise(t *testing.T) {
 		}
 	})
 }
+
+// The service manager hears READY once the session exists, a STATUS line per
+// state a human reads in `systemctl status`, and the watchdog is started.
+func TestHoldNotifies(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := holdEnv()
+		e.notify = &fakeNotifier{}
+		if err := e.coord(t).Hold(t.Context()); err != nil {
+			t.Fatalf("Hold: %v", err)
+		}
+		synctest.Wait()
+		n := e.notify
+		if n.ready != 1 || n.watchdog != 1 {
+			t.Errorf("ready %d, watchdog %d; want 1 and 1", n.ready, n.watchdog)
+		}
+		lines := n.lines()
+		want := []string{"waiting: queued for the cluster lock, position 1", "rebooting: " + detYes.Reason}
+		if len(lines) < 2 || lines[0] != want[0] || lines[len(lines)-1] != want[1] {
+			t.Errorf("status lines = %q, want first %q and last %q", lines, want[0], want[1])
+		}
+	})
+}

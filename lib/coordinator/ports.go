@@ -45,7 +45,19 @@ type Session interface {
 	AcquireSlot(ctx context.Context, s Slot, ev HistoryEvent) (Slot, error)
 	Done() <-chan struct{}
 	LeaseID() int64
+	// KeepAliveHealthy reports whether the lease keepalive succeeded
+	// recently; the watchdog is fed only while it does.
+	KeepAliveHealthy() bool
 	Close(ctx context.Context) error
+}
+
+// Notifier tells the service manager about the holder (sd_notify): READY
+// once the session exists, a human STATUS line per state, and a watchdog
+// that is fed only while healthy() holds. Optional: nil means no manager.
+type Notifier interface {
+	Ready()
+	Status(line string)
+	Watchdog(ctx context.Context, healthy func() bool)
 }
 
 // Need is a detector outcome.
