@@ -1,0 +1,165 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// checkNode rejects node names that cannot be a single key segment.
+func checkNode(node string) error {
+	if node == "" || strings.ContainsAny(node, "/\x00") {
+		return fmt.Errorf("%w: node name %q", ErrInvalid, node)
+	}
+	return nil
+}
+
+// Register creates P/members/<node> unless it exists (Txn guarded by
+// CreateRevision == 0): 1 etcd request. An existing registration is kept.
+func (c *Client) Register(ctx context.Context, node string) error {
+	if err := checkNode(node); err != nil {
+		return err
+	}
+	val, err := encode(Member{Node: node, RegisteredAt: time.Now().UTC()})
+	if err != nil {
+		return err
+	}
+	key := c.key(KeyMembers + node)
+	rctx, cancel := c.request(ctx)
+	defer cancel()
+	_, err = c.cli.Txn(rctx).
+		If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
+		Then(clientv3.OpPut(key, val)).
+		Commit()
+	return classify(ctx, "register "+node, err)
+}
+
+// Forget deletes P/members/<node> and P/alive/<node> in one Txn guarded by
+// the absence of P/slots/<node>: 1 etcd request. A node that holds a slot is
+// refused with ErrSlotHeld: release the slot first.
+func (c *Client) Forget(ctx context.Context, node string) error {
+	if err := checkNode(node); err != nil {
+		return err
+	}
+	slot := c.key(KeySlots + node)
+	rctx, cancel := c.request(ctx)
+	defer cancel()
+	resp, err := c.cli.Txn(rctx).
+		If(clientv3.Compare(clientv3.CreateRevision(slot), "=", 0)).
+		Then(clientv3.OpDelete(c.key(KeyMembers+node)), clientv3.OpDelete(c.key(KeyAlive+node))).
+		Commit()
+	if err != nil {
+		return classify(ctx, "forget "+node, err)
+	}
+	if !resp.Succeeded {
+		return fmt.Errorf("%w: %s: release its slot before forgetting it", ErrSlotHeld, node)
+	}
+	return nil
+}
+
+// leaseSlack: a lease granted for less than this may come back longer (etcd
+// raises short TTLs to its minimum), so such a difference does not force a
+// new lease.
+const leaseSlack = 5 // seconds
+
+// PublishAlive writes a (validated) at P/alive/<a.Node> with a lease of ttl,
+// reusing the lease the key already has. UpdatedAt defaults to now.
+//
+// etcd requests per call: 3 — Get (the key's lease), then
+// KeepAliveOnce of that lease (or Grant when the key is absent, its lease is
+// gone, or its TTL differs from ttl), then Put with the lease. One more Grant
+// + Put if the lease vanished between the two. A lease abandoned because ttl
+// changed expires on its own.
+func (c *Client) PublishAlive(ctx context.Context, a Alive, ttl time.Duration) error {
+	if a.UpdatedAt.IsZero() {
+		a.UpdatedAt = time.Now().UTC()
+	}
+	if err := checkNode(a.Node); err != nil {
+		return err
+	}
+	if err := a.validate(a.Node); err != nil {
+		return invalid("alive", err)
+	}
+	if ttl <= 0 {
+		return fmt.Errorf("%w: alive ttl %s", ErrInvalid, ttl)
+	}
+	want := ttlSeconds(ttl)
+	val, err := encode(a)
+	if err != nil {
+		return err
+	}
+	key := c.key(KeyAlive + a.Node)
+	op := "publish alive " + a.Node
+
+	lease, err := c.reusableLease(ctx, key, want)
+	if err != nil {
+		return classify(ctx, op, err)
+	}
+	for attempt := 0; ; attempt++ {
+		if lease == clientv3.NoLease {
+			if lease, err = c.grant(ctx, want); err != nil {
+				return classify(ctx, op, err)
+			}
+		}
+		rctx, cancel := c.request(ctx)
+		_, err = c.cli.Put(rctx, key, val, clientv3.WithLease(lease))
+		cancel()
+		if errors.Is(err, rpctypes.ErrLeaseNotFound) && attempt == 0 {
+			lease = clientv3.NoLease // expired between refresh and put
+			continue
+		}
+		return classify(ctx, op, err)
+	}
+}
+
+// reusableLease returns the lease attached to key after refreshing it, or
+// NoLease when there is none worth reusing.
+func (c *Client) reusableLease(ctx context.Context, key string, want int64) (clientv3.LeaseID, error) {
+	rctx, cancel := c.request(ctx)
+	// Not WithKeysOnly: etcd 3.7 answers keys-only ranges from its index,
+	// without the Lease field. The value is small.
+	resp, err := c.cli.Get(rctx, key)
+	cancel()
+	if err != nil {
+		return clientv3.NoLease, err
+	}
+	if len(resp.Kvs) == 0 || resp.Kvs[0].Lease == 0 {
+		return clientv3.NoLease, nil
+	}
+	id := clientv3.LeaseID(resp.Kvs[0].Lease)
+	rctx, cancel = c.request(ctx)
+	defer cancel()
+	ka, err := c.cli.KeepAliveOnce(rctx, id)
+	if errors.Is(err, rpctypes.ErrLeaseNotFound) {
+		return clientv3.NoLease, nil
+	}
+	if err != nil {
+		return clientv3.NoLease, err
+	}
+	if ka.TTL < want || (ka.TTL > want && ka.TTL > leaseSlack) {
+		c.log.Debug("alive ttl changed: new lease", "key", key, "old_ttl", ka.TTL, "ttl", want)
+		return clientv3.NoLease, nil
+	}
+	return id, nil
+}
+
+func (c *Client) grant(ctx context.Context, ttl int64) (clientv3.LeaseID, error) {
+	rctx, cancel := c.request(ctx)
+	defer cancel()
+	resp, err := c.cli.Grant(rctx, ttl)
+	if err != nil {
+		return clientv3.NoLease, err
+	}
+	return resp.ID, nil
+}
+
+// ttlSeconds rounds a TTL up to whole seconds, at least 1.
+func ttlSeconds(d time.Duration) int64 {
+	s := int64((d + time.Second - 1) / time.Second)
+	return max(s, 1)
+}

@@ -1,0 +1,102 @@
+package cluster
+
+import (
+	"errors"
+	"testing"
+	"time"
+)
+
+func TestUpdateAndReleaseSlotGuarded(t *testing.T) {
+	e := newEnv(t)
+	ctx := ctxT(t)
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	s := e.session(t, "n1", time.Minute)
+	if err := s.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	slot, err := s.AcquireSlot(ctx, testSlot("n1", now), HistoryEvent{}, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	healthy := slot
+	healthy.HealthySince = now.Add(time.Minute)
+	updated, err := e.c.UpdateSlot(ctx, healthy)
+	if err != nil {
+		t.Fatalf("UpdateSlot: %v", err)
+	}
+	if updated.ModRevision <= slot.ModRevision {
+		t.Fatalf("ModRevision %d not after %d", updated.ModRevision, slot.ModRevision)
+	}
+	snap, err := e.c.Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := snap.Slot("n1"); got != updated {
+		t.Fatalf("stored slot %+v, want %+v", got, updated)
+	}
+
+	// The pre-update copy is stale now.
+	if _, err := e.c.UpdateSlot(ctx, healthy); !errors.Is(err, ErrConflict) {
+		t.Fatalf("UpdateSlot with a stale ModRevision: %v, want ErrConflict", err)
+	}
+	ev := HistoryEvent{Event: EventCompleted, DurationMS: 1234}
+	if err := e.c.ReleaseSlot(ctx, slot, ev, time.Hour); !errors.Is(err, ErrConflict) {
+		t.Fatalf("ReleaseSlot with a stale ModRevision: %v, want ErrConflict", err)
+	}
+	if !e.exists(t, e.P+"/slots/n1") {
+		t.Fatal("stale ReleaseSlot deleted the slot")
+	}
+
+	// Invalid requests never reach etcd.
+	noRev := updated
+	noRev.ModRevision = 0
+	if _, err := e.c.UpdateSlot(ctx, noRev); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("UpdateSlot without ModRevision: %v, want ErrInvalid", err)
+	}
+	if err := e.c.ReleaseSlot(ctx, noRev, ev, time.Hour); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("ReleaseSlot without ModRevision: %v, want ErrInvalid", err)
+	}
+	badEv := HistoryEvent{Event: "finished"}
+	if err := e.c.ReleaseSlot(ctx, updated, badEv, time.Hour); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("ReleaseSlot with an unknown event: %v, want ErrInvalid", err)
+	}
+	badSlot := updated
+	badSlot.Deadline = badSlot.AcquiredAt.Add(-time.Second)
+	if _, err := e.c.UpdateSlot(ctx, badSlot); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("UpdateSlot with deadline before acquired_at: %v, want ErrInvalid", err)
+	}
+	for _, f := range []func() error{
+		func() error { _, err := e.c.UpdateSlot(ctx, Slot{Node: "a/b"}); return err },
+		func() error { return e.c.ReleaseSlot(ctx, Slot{}, ev, time.Hour) },
+	} {
+		if err := f(); !errors.Is(err, ErrInvalid) {
+			t.Fatalf("bad node: %v, want ErrInvalid", err)
+		}
+	}
+
+	if err := e.c.ReleaseSlot(ctx, updated, ev, time.Hour); err != nil {
+		t.Fatalf("ReleaseSlot: %v", err)
+	}
+	if e.exists(t, e.P+"/slots/n1") {
+		t.Fatal("slot survived ReleaseSlot")
+	}
+	hist, err := e.c.History(ctx, "n1", time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hist) != 2 || hist[0].Event != EventSlotTaken || hist[1].Event != EventCompleted ||
+		hist[1].Node != "n1" || hist[1].DurationMS != 1234 || hist[1].At.IsZero() {
+		t.Fatalf("history = %+v", hist)
+	}
+	// Releasing again: the slot is gone, which is a conflict, not success.
+	if err := e.c.ReleaseSlot(ctx, updated, ev, time.Hour); !errors.Is(err, ErrConflict) {
+		t.Fatalf("second ReleaseSlot: %v, want ErrConflict", err)
+	}
+	if _, err := e.c.UpdateSlot(ctx, updated); !errors.Is(err, ErrConflict) {
+		t.Fatalf("UpdateSlot of a released slot: %v, want ErrConflict", err)
+	}
+}

@@ -1,0 +1,166 @@
+package cluster
+
+import (
+	"log/slog"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+func discard() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+func TestSnapshotDecodesEveryKind(t *testing.T) {
+	e := newEnv(t)
+	ctx := ctxT(t)
+	now := time.Now().UTC().Truncate(time.Millisecond)
+
+	for _, n := range []string{"n1", "n2"} {
+		if err := e.c.Register(ctx, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a := testAlive("n1")
+	a.State, a.Reason, a.Blocked, a.RebootRequired = StateWaiting, "kernel 6.2", "window closed", true
+	if err := e.c.PublishAlive(ctx, a, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.c.SetPause(ctx, Pause{Reason: "maintenance", By: "alice", At: now}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.c.SetSettings(ctx, Settings{MaxConcurrent: 2}); err != nil {
+		t.Fatal(err)
+	}
+	s := e.session(t, "n2", time.Minute)
+	if err := s.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	slot, err := s.AcquireSlot(ctx, testSlot("n2", now), HistoryEvent{}, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A history record must not be part of the snapshot, even a corrupt one.
+	e.put(t, e.P+"/history/garbage", "{not json")
+
+	snap, err := e.c.Snapshot(ctx)
+	if err != nil {
+		t.Fatalf("Snapshot: %v", err)
+	}
+	if snap.Revision < slot.ModRevision {
+		t.Errorf("Revision %d < slot ModRevision %d", snap.Revision, slot.ModRevision)
+	}
+	if len(snap.Members) != 2 || snap.Members[0].Node != "n1" || snap.Members[1].Node != "n2" || snap.Members[0].RegisteredAt.IsZero() {
+		t.Errorf("Members = %+v", snap.Members)
+	}
+	if got, ok := snap.AliveOf("n1"); !ok || !reflect.DeepEqual(got, a) {
+		t.Errorf("Alive = %+v, want %+v", snap.Alive, a)
+	}
+	if _, ok := snap.AliveOf("n2"); ok {
+		t.Error("AliveOf(n2) found a record that was never published")
+	}
+	if got, ok := snap.Slot("n2"); !ok || !reflect.DeepEqual(got, slot) {
+		t.Errorf("Slot(n2) = %+v, want %+v", got, slot)
+	}
+	if _, ok := snap.Slot("n1"); ok {
+		t.Error("Slot(n1) found a slot that does not exist")
+	}
+	if snap.Pause == nil || *snap.Pause != (Pause{Reason: "maintenance", By: "alice", At: now}) {
+		t.Errorf("Pause = %+v", snap.Pause)
+	}
+	if snap.Settings == nil || snap.Settings.MaxConcurrent != 2 {
+		t.Errorf("Settings = %+v", snap.Settings)
+	}
+	owner, ok := snap.Owner()
+	if !ok || len(snap.Queue) != 1 || owner.Node != "n2" || owner.Key != s.Key() ||
+		owner.CreateRevision != slot.FenceRevision || owner.Lease != s.LeaseID() ||
+		owner.PID != 4242 || owner.BootID != "boot-n2" || owner.QueuedAt.IsZero() {
+		t.Errorf("Queue = %+v (session key %s, fence %d)", snap.Queue, s.Key(), slot.FenceRevision)
+	}
+}
+
+func TestSnapshotEmpty(t *testing.T) {
+	e := newEnv(t)
+	// Keys of other clusters sharing the prefix string are not ours.
+	e.put(t, "/clusterrebootd/test2/pause", "garbage")
+	e.put(t, "/clusterrebootd/testx", "garbage")
+	e.put(t, "/clusterrebootd/test", "garbage")
+	snap, err := e.c.Snapshot(ctxT(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if snap.Revision == 0 || snap.Members != nil || snap.Alive != nil || snap.Slots != nil ||
+		snap.Pause != nil || snap.Settings != nil || snap.Queue != nil {
+		t.Fatalf("snapshot of an empty cluster = %+v", snap)
+	}
+	if _, ok := snap.Owner(); ok {
+		t.Fatal("Owner() of an empty queue")
+	}
+}
+
+func TestSnapshotCorrupt(t *testing.T) {
+	e := newEnv(t)
+	P := e.P
+	ts := `"2026-01-02T03:04:05Z"`
+	slotJSON := func(node, extra string) string {
+		return `{"node":"` + node + `","boot_id":"b","reason":"r","fence_revision":5,"acquired_at":` + ts +
+			`,"deadline":"2026-01-02T04:04:05Z"` + extra + `}`
+	}
+	cases := []struct {
+		name, key, val string
+	}{
+		{"garbage member", P + "/members/n1", "garbage"},
+		{"member wrong node", P + "/members/n1", `{"node":"n2","registered_at":` + ts + `}`},
+		{"member no time", P + "/members/n1", `{"node":"n1"}`},
+		{"member unknown field", P + "/members/n1", `{"node":"n1","registered_at":` + ts + `,"x":1}`},
+		{"member empty segment", P + "/members/", `{"node":"","registered_at":` + ts + `}`},
+		{"member nested key", P + "/members/a/b", `{"node":"a/b","registered_at":` + ts + `}`},
+		{"alive bad state", P + "/alive/n1", `{"node":"n1","state":"dancing","max_concurrent":1,"updated_at":` + ts + `}`},
+		{"alive zero max", P + "/alive/n1", `{"node":"n1","state":"idle","max_concurrent":0,"updated_at":` + ts + `}`},
+		{"alive wrong type", P + "/alive/n1", `{"node":"n1","state":"idle","max_concurrent":"1","updated_at":` + ts + `}`},
+		{"alive empty value", P + "/alive/n1", ``},
+		{"slot garbage", P + "/slots/n1", "\x00\x01"},
+		{"slot wrong node", P + "/slots/n1", slotJSON("n2", "")},
+		{"slot unknown field", P + "/slots/n1", slotJSON("n1", `,"lease":7`)},
+		{"slot trailing data", P + "/slots/n1", slotJSON("n1", "") + `{}`},
+		{"slot null", P + "/slots/n1", `null`},
+		{"slot no boot id", P + "/slots/n1", `{"node":"n1","fence_revision":5,"acquired_at":` + ts + `,"deadline":` + ts + `}`},
+		{"slot no fence", P + "/slots/n1", `{"node":"n1","boot_id":"b","acquired_at":` + ts + `,"deadline":` + ts + `}`},
+		{"slot no deadline", P + "/slots/n1", `{"node":"n1","boot_id":"b","fence_revision":5,"acquired_at":` + ts + `}`},
+		{"slot no acquired", P + "/slots/n1", `{"node":"n1","boot_id":"b","fence_revision":5,"deadline":` + ts + `}`},
+		{"slot deadline first", P + "/slots/n1", `{"node":"n1","boot_id":"b","fence_revision":5,"acquired_at":"2026-01-02T05:00:00Z","deadline":` + ts + `}`},
+		{"pause garbage", P + "/pause", "yes"},
+		{"pause no time", P + "/pause", `{"reason":"x","by":"y"}`},
+		{"settings zero", P + "/settings", `{"max_concurrent":0}`},
+		{"settings negative", P + "/settings", `{"max_concurrent":-1}`},
+		{"settings unknown field", P + "/settings", `{"max_concurrent":1,"min":1}`},
+		{"settings array", P + "/settings", `[1]`},
+		{"unknown key", P + "/foo", "x"},
+		{"unknown dir", P + "/nodes/n1", "{}"},
+		{"history lookalike", P + "/historyX", "x"},
+		{"bare history", P + "/history", "x"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := e.raw.Delete(ctxT(t), P+"/", withPrefix()); err != nil {
+				t.Fatal(err)
+			}
+			e.put(t, tc.key, tc.val)
+			_, err := e.c.Snapshot(ctxT(t))
+			mustCorrupt(t, err, tc.key)
+			if !strings.Contains(err.Error(), tc.key) {
+				t.Fatalf("message %q does not name the key", err)
+			}
+		})
+	}
+}
+
+func TestSlotOverdue(t *testing.T) {
+	now := time.Now()
+	s := testSlot("n1", now)
+	if s.Overdue(now) || s.Overdue(s.Deadline) {
+		t.Fatal("overdue before or at its deadline")
+	}
+	if !s.Overdue(s.Deadline.Add(time.Nanosecond)) {
+		t.Fatal("not overdue after its deadline")
+	}
+}
