@@ -2,6 +2,7 @@ package coordinator
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 )
 
@@ -32,12 +33,18 @@ func (c *Coordinator) Check(ctx context.Context) error {
 	alive := Alive{Node: c.opt.Node, BootID: bootID, Kernel: c.opt.Kernel, Version: c.opt.Version,
 		MaxConcurrent: c.opt.MaxConcurrent, State: StateIdle}
 	alive.Healthy, _ = c.nodeHealthy(ctx)
-	defer func() {
+	holderOwnsRecord := false // once a holder runs, its states are the record
+	publish := func() {
 		alive.UpdatedAt = c.Now()
 		pctx, cancel := c.cleanupCtx(ctx)
 		defer cancel()
 		if err := c.Cluster.PublishAlive(pctx, alive); err != nil {
 			c.log.Warn("could not publish alive record", "error", err)
+		}
+	}
+	defer func() {
+		if !holderOwnsRecord {
+			publish()
 		}
 	}()
 
@@ -72,7 +79,11 @@ func (c *Coordinator) Check(ctx context.Context) error {
 		return failure("holder", err)
 	}
 	if active {
+		// Refresh the record (its lease) but keep what the holder said.
 		alive.State = StateWaiting
+		if own, ok := view.AliveOf(c.opt.Node); ok && own.BootID == bootID {
+			alive.State, alive.Blocked = own.State, own.Blocked
+		}
 		c.log.Info("reboot needed; a holder is already running", "event", "check", "action", "none", "reason", det.Reason)
 		return nil
 	}
@@ -85,12 +96,19 @@ func (c *Coordinator) Check(ctx context.Context) error {
 	}
 
 	alive.State = StateWaiting
+	publish()
+	holderOwnsRecord = true
 	c.log.Info("reboot needed; starting the lock holder", "event", "holder-start", "action", "hold", "reason", det.Reason, "detector", det.Detector)
-	if err := c.Holder.Start(ctx); err != nil {
-		alive.State, alive.Blocked = StateError, "holder: "+err.Error()
-		return failure("holder", err)
+	err = c.Holder.Start(ctx)
+	var holderErr *Error
+	if err == nil || errors.As(err, &holderErr) {
+		// The holder ran (in-process) or runs (transient unit) and
+		// publishes its own states; do not overwrite them.
+		return err
 	}
-	return nil
+	holderOwnsRecord = false
+	alive.State, alive.Blocked = StateError, "holder: "+err.Error()
+	return failure("holder", err)
 }
 
 // nodeHealthy runs the local node-health test; an error counts as unhealthy.

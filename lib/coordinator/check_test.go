@@ -1,6 +1,7 @@
 package coordinator
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -187,6 +188,16 @@ func TestCheckDecision(t *testing.T) {
 			},
 		},
 		{
+			// The running holder said it is blocked: the check refreshes
+			// the record's lease but keeps what the holder said.
+			name: "holder already active keeps the holder's state",
+			setup: func(e *env) {
+				e.holder.active = true
+				_ = e.cl.PublishAlive(context.Background(), Alive{Node: self, BootID: "boot-2", State: StateBlocked, Blocked: "window closed"})
+			},
+			code: CodeOK, state: StateBlocked, blocked: "window closed",
+		},
+		{
 			name:  "holder state unknown",
 			setup: func(e *env) { e.holder.activeErr = errBoom },
 			code:  CodeInternal, gate: "holder", state: StateError, blocked: "cannot tell whether a holder runs",
@@ -262,8 +273,11 @@ func TestCheckDecision(t *testing.T) {
 					!a.Healthy || !a.UpdatedAt.Equal(t0) {
 					t.Errorf("alive = %+v", a)
 				}
-				if e.rec.last("cluster.PublishAlive") < e.rec.first("holder.Start") {
-					t.Error("alive published before the final state was known")
+				// Published once, before the holder starts: from then on the
+				// holder's own states are the record and must not be
+				// overwritten by this run.
+				if e.rec.last("cluster.PublishAlive") > e.rec.first("holder.Start") {
+					t.Error("alive published after the holder started")
 				}
 			},
 		},
@@ -298,8 +312,15 @@ func TestCheckDecision(t *testing.T) {
 				t.Errorf("holder started = %v, want %v", got, tc.started)
 			}
 			a, n := lastAlive(t, e)
-			if n != 1 {
-				t.Errorf("alive published %d times, want once", n)
+			wantN := 1
+			switch tc.name {
+			case "holder fails to start":
+				wantN = 2 // "waiting" before the start, "error" after it failed
+			case "holder already active keeps the holder's state":
+				wantN = 2 // the holder's own record, then this run's refresh
+			}
+			if n != wantN {
+				t.Errorf("alive published %d times, want %d", n, wantN)
 			}
 			if a.Node != self || a.State != tc.state {
 				t.Errorf("alive node %q state %q, want %q %q", a.Node, a.State, self, tc.state)

@@ -49,31 +49,31 @@ type gate struct {
 
 // gates returns the ordered gate list of DESIGN §3 for a phase. Pre-lock the
 // kill switch and detector ran before (Check needs them earlier) and the slot
-// limit is left to the holder, which queues for it.
+// limit is left to the holder, which queues for it. Simulate runs what a
+// real check and then its holder would: kill switch, detector, the pre-lock
+// gates with pre-lock semantics, then what only the holder checks (slots,
+// the policies without assuming slot holders return, inhibitors).
 func (c *Coordinator) gates(ph phase) []gate {
-	all := []gate{
-		{"kill-switch", c.gateKillSwitch},
-		{"pause", c.gatePause},
-		{"window", c.gateWindow},
-		{"detector", c.gateDetector},
-		{"slots", c.gateSlots},
-		{"policy", c.gatePolicy},
-		{"reboot-loop-guard", c.gateLoopGuard},
-		{"health-script", c.gateScript},
-		{"inhibitors", c.gateInhibitors},
+	var (
+		killSwitch  = gate{"kill-switch", c.gateKillSwitch}
+		pause       = gate{"pause", c.gatePause}
+		window      = gate{"window", c.gateWindow}
+		detector    = gate{"detector", c.gateDetector}
+		slots       = gate{"slots", c.gateSlots}
+		policyPre   = gate{"policy", c.gatePolicyPreLock}
+		policy      = gate{"policy", c.gatePolicy}
+		loopGuard   = gate{"reboot-loop-guard", c.gateLoopGuard}
+		script      = gate{"health-script", c.gateScript}
+		inhibitors  = gate{"inhibitors", c.gateInhibitors}
+		policyUnder = gate{"policy-under-lock", c.gatePolicy}
+	)
+	switch ph {
+	case phasePreLock:
+		return []gate{pause, window, policyPre, loopGuard, script}
+	case phaseSimulate:
+		return []gate{killSwitch, detector, pause, window, policyPre, loopGuard, script, slots, policyUnder, inhibitors}
 	}
-	if ph != phasePreLock {
-		return all
-	}
-	var pre []gate
-	for _, g := range all {
-		switch g.name {
-		case "kill-switch", "detector", "slots", "inhibitors":
-			continue
-		}
-		pre = append(pre, g)
-	}
-	return pre
+	return []gate{killSwitch, pause, window, detector, slots, policy, loopGuard, script, inhibitors}
 }
 
 // evaluate runs the gates in order and stops at the first that does not pass
@@ -154,7 +154,17 @@ func (c *Coordinator) gateSlots(_ context.Context, in *gateInput) GateResult {
 }
 
 func (c *Coordinator) gatePolicy(_ context.Context, in *gateInput) GateResult {
-	v := c.Policies.ClusterHealth(c.opt.Node, in.view, in.phase == phasePreLock)
+	return c.policyVerdict(in, false)
+}
+
+// gatePolicyPreLock counts nodes in a slot as coming back: a node may queue
+// while another reboots; the holder judges again under the lock.
+func (c *Coordinator) gatePolicyPreLock(_ context.Context, in *gateInput) GateResult {
+	return c.policyVerdict(in, true)
+}
+
+func (c *Coordinator) policyVerdict(in *gateInput, assumeSlotsReturn bool) GateResult {
+	v := c.Policies.ClusterHealth(c.opt.Node, in.view, assumeSlotsReturn)
 	if v.Allowed {
 		return pass("", v.Reason)
 	}

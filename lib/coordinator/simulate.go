@@ -21,11 +21,19 @@ type Report struct {
 
 // Simulate runs the whole decision read-only: it takes no lock, writes
 // nothing to etcd or the state file, and runs the health script in phase
-// pre-lock. Gates are evaluated in the under-lock order and all of them are
-// reported, not only up to the first that blocks.
+// pre-lock. Gates are evaluated in the order a real check and then its
+// holder meet them, and all of them are reported, not only up to the first
+// that blocks; the exit code is that of the first that blocks. Like a real
+// check, a kill switch ends it before etcd is contacted.
 func (c *Coordinator) Simulate(ctx context.Context) (Report, error) {
 	now := c.Now()
 	r := Report{Node: c.opt.Node, Evaluated: now}
+	if ks := c.gateKillSwitch(ctx, nil); !ks.Pass {
+		ks.Gate = "kill-switch"
+		r.Gates = []GateResult{ks}
+		r.Need, r.Code, r.Verdict = needText(NeedUnknown), ks.Code, "blocked by kill-switch: "+ks.Reason
+		return r, nil
+	}
 	view, err := c.Cluster.View(ctx)
 	if err != nil {
 		f := failure("etcd", err)
@@ -39,8 +47,7 @@ func (c *Coordinator) Simulate(ctx context.Context) (Report, error) {
 			s.AcquiredAt.Format(time.RFC3339), s.Reason)}
 	}
 	in := &gateInput{phase: phaseSimulate, view: view, now: now}
-	gates, _ := c.evaluate(ctx, in)
-	first := decisive(gates)
+	gates, first := c.evaluate(ctx, in)
 	r.Gates = append([]GateResult{own}, gates...)
 	r.Need, r.Detector, r.Reason = needText(in.det.Need), in.det.Detector, in.det.Reason
 	switch {
@@ -64,24 +71,4 @@ func needText(n Need) string {
 		return "no"
 	}
 	return "unknown"
-}
-
-// decisive picks the gate whose verdict decides a real run's exit code. A
-// real check looks at the kill switch first and the detector before every
-// other gate (not needed → 0, unknown → 7), then the rest in order.
-func decisive(gates []GateResult) *GateResult {
-	byOrder := func(match func(GateResult) bool) *GateResult {
-		for i := range gates {
-			if !gates[i].Pass && match(gates[i]) {
-				return &gates[i]
-			}
-		}
-		return nil
-	}
-	for _, name := range []string{"kill-switch", "detector"} {
-		if g := byOrder(func(g GateResult) bool { return g.Gate == name }); g != nil {
-			return g
-		}
-	}
-	return byOrder(func(GateResult) bool { return true })
 }

@@ -8,7 +8,8 @@ import (
 )
 
 func TestSimulate(t *testing.T) {
-	allGates := append([]string{"own-slot"}, underLockOrder...)
+	allGates := []string{"own-slot", "kill-switch", "detector", "pause", "window", "policy",
+		"reboot-loop-guard", "health-script", "slots", "policy-under-lock", "inhibitors"}
 	tests := []struct {
 		name    string
 		setup   func(e *env)
@@ -16,6 +17,7 @@ func TestSimulate(t *testing.T) {
 		verdict string
 		need    string
 		failed  []string // gates that do not pass
+		gates   []string // reported gates when not allGates
 		check   func(t *testing.T, e *env, r Report)
 	}{
 		{
@@ -44,7 +46,7 @@ func TestSimulate(t *testing.T) {
 			code:    CodeBlocked,
 			verdict: "blocked by pause: cluster paused by ops",
 			need:    "yes",
-			failed:  []string{"pause", "policy", "health-script", "inhibitors"},
+			failed:  []string{"pause", "policy", "health-script", "policy-under-lock", "inhibitors"},
 		},
 		{
 			// A real check detects before it looks at pause or window.
@@ -56,7 +58,7 @@ func TestSimulate(t *testing.T) {
 			code:    CodeOK,
 			verdict: "no reboot needed",
 			need:    "no",
-			failed:  []string{"pause", "detector"},
+			failed:  []string{"detector", "pause"},
 		},
 		{
 			name: "paused and detector error: a real run exits 7",
@@ -67,7 +69,7 @@ func TestSimulate(t *testing.T) {
 			code:    CodeDetector,
 			verdict: "blocked by detector",
 			need:    "unknown",
-			failed:  []string{"pause", "detector"},
+			failed:  []string{"detector", "pause"},
 		},
 		{
 			name: "first failure decides even when a later one has a higher code",
@@ -79,7 +81,7 @@ func TestSimulate(t *testing.T) {
 			code:    CodeBlocked,
 			verdict: "blocked by window: closed",
 			need:    "yes",
-			failed:  []string{"window", "slots", "reboot-loop-guard"},
+			failed:  []string{"window", "reboot-loop-guard", "slots"},
 		},
 		{
 			name:    "policy first",
@@ -87,7 +89,20 @@ func TestSimulate(t *testing.T) {
 			code:    CodeHealth,
 			verdict: "blocked by policy: too few",
 			need:    "yes",
-			failed:  []string{"policy"},
+			failed:  []string{"policy", "policy-under-lock"},
+		},
+		{
+			// A real check stops at the pre-lock script (3) before its
+			// holder would queue for the busy slot (4).
+			name: "slot busy and script refuses: the script's code",
+			setup: func(e *env) {
+				e.cl.putSlot(Slot{Node: "n2", Deadline: t0.Add(time.Hour)})
+				e.script.verdict = ScriptVerdict{ExitCode: 1, FirstLine: "degraded"}
+			},
+			code:    CodeHealth,
+			verdict: "blocked by health-script",
+			need:    "yes",
+			failed:  []string{"health-script", "slots"},
 		},
 		{
 			name:    "slots full",
@@ -98,12 +113,19 @@ func TestSimulate(t *testing.T) {
 			failed:  []string{"slots"},
 		},
 		{
+			// Like a real check: no etcd contact, no other gate.
 			name:    "kill switch",
 			setup:   func(e *env) { e.host.kill = true },
 			code:    CodeBlocked,
 			verdict: "blocked by kill-switch",
-			need:    "yes",
+			need:    "unknown",
 			failed:  []string{"kill-switch"},
+			gates:   []string{"kill-switch"},
+			check: func(t *testing.T, e *env, r Report) {
+				if n := e.rec.count("cluster.View"); n != 0 {
+					t.Errorf("etcd read %d times despite the kill switch", n)
+				}
+			},
 		},
 		{
 			name:    "not needed",
@@ -150,8 +172,12 @@ func TestSimulate(t *testing.T) {
 			if r.Code != tc.code || !strings.HasPrefix(r.Verdict, tc.verdict) || r.Need != tc.need {
 				t.Errorf("code %d verdict %q need %q; want %d %q %q", r.Code, r.Verdict, r.Need, tc.code, tc.verdict, tc.need)
 			}
-			if got := names(r.Gates); !slices.Equal(got, allGates) {
-				t.Errorf("gates = %v, want all of %v", got, allGates)
+			want := allGates
+			if tc.gates != nil {
+				want = tc.gates
+			}
+			if got := names(r.Gates); !slices.Equal(got, want) {
+				t.Errorf("gates = %v, want %v", got, want)
 			}
 			var failed []string
 			for _, g := range r.Gates {
@@ -185,8 +211,8 @@ func TestSimulateEtcdDown(t *testing.T) {
 	if r.Code != CodeEtcd || !strings.Contains(r.Verdict, "etcd unavailable") || len(r.Gates) != 0 {
 		t.Errorf("report = %+v", r)
 	}
-	if n := len(e.rec.only(gateCalls...)); n != 0 {
-		t.Errorf("gates evaluated without a view: %v", e.rec.list())
+	if calls := e.rec.only(gateCalls...); !slices.Equal(calls, []string{"host.KillSwitch"}) {
+		t.Errorf("gates evaluated without a view (only the kill switch may be): %v", calls)
 	}
 }
 
