@@ -11,6 +11,7 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
 
 	"github.com/clusterrebootd/clusterrebootd/lib/cluster"
 	co "github.com/clusterrebootd/clusterrebootd/lib/coordinator"
@@ -124,7 +125,7 @@ func handoverRound(b *testing.B, srv *etcdtest.Server, k int, name string) []tim
 			}
 		}()
 	}
-	raw, err := clientv3.New(clientv3.Config{Endpoints: srv.Endpoints()})
+	raw, err := clientv3.New(clientv3.Config{Endpoints: srv.Endpoints(), Logger: zap.NewNop()})
 	if err != nil {
 		b.Fatal(err)
 	}

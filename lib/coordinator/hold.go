@@ -155,7 +155,7 @@ func (h *holdRun) expireOverdue(v *View) error {
 			continue
 		}
 		ev := HistoryEvent{Event: EventExpired, Node: s.Node, Reason: "overdue since " + s.Deadline.Format(time.RFC3339) + ": " + s.Reason,
-			By: c.opt.Node, At: now}
+			By: c.opt.Node, BootID: s.BootID, At: now}
 		if err := c.Cluster.ReleaseSlot(h.ctx, s, ev); err != nil && !errors.Is(err, ErrConflict) {
 			return h.stopped("releasing an overdue slot", err)
 		}
@@ -194,6 +194,15 @@ func (h *holdRun) reboot(det Detection) error {
 	req := HistoryEvent{Event: EventRebootRequested, Node: c.opt.Node, Reason: det.Reason, BootID: h.bootID, At: c.Now()}
 	if err := c.Cluster.AppendHistory(h.ctx, req); err != nil {
 		h.log.Warn("could not record reboot-requested in the history", "error", err)
+	}
+	// A slot past its deadline may be freed by others (slot_expiry =
+	// release): never reboot on one. The writes above are bounded, but an
+	// etcd outage can stretch them.
+	if !c.Now().Before(slot.Deadline) {
+		_ = c.Host.ClearRebootRequested()
+		h.log.Error("the slot's deadline passed before the reboot call: no reboot", "event", "aborted")
+		return h.giveBack(slot, EventAborted, "slot deadline passed before the reboot call",
+			&Error{Code: CodeBusy, Gate: "slot", Reason: "the slot's deadline passed before the reboot could be requested; no reboot"})
 	}
 	h.log.Info("requesting reboot", "event", "reboot-requested", "action", "reboot", "reason", det.Reason, "attempt", h.attempt)
 	if err := c.Rebooter.Reboot(h.ctx, det.Reason); err != nil {

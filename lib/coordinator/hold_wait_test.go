@@ -364,3 +364,24 @@ func TestHoldNotifies(t *testing.T) {
 		}
 	})
 }
+
+// A slot whose deadline passed before the reboot call is given back and
+// the node does not reboot (others may free an overdue slot).
+func TestHoldNoRebootPastSlotDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := holdEnv()
+		e.opt.MaxRebootDuration = 0 // the deadline is the moment the slot was taken
+		err := e.coord(t).Hold(t.Context())
+		wantErr(t, err, CodeBusy, "slot")
+		if n := len(e.rb.calls()); n != 0 {
+			t.Fatalf("rebooted %d times on an overdue slot", n)
+		}
+		if _, has := e.cl.slot(self); has {
+			t.Error("overdue slot kept")
+		}
+		if got := e.cl.eventNames(); !slices.Equal(got, []string{EventSlotTaken, EventRebootRequested, EventAborted}) {
+			t.Errorf("history = %v", got)
+		}
+		holdInvariants(t, e)
+	})
+}
