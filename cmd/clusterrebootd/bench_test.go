@@ -105,7 +105,7 @@ func handoverRound(b *testing.B, srv *etcdtest.Server, k int, name string) []tim
 		}
 		cfg := testConfig(node, name, nd.dir, 1)
 		cfg.Lock.MaxHoldWait = 0 // bounded by ctx
-		w, err := assemble(&cfg, nil)
+		w, err := assemble(&cfg, nil, nil, nil)
 		if err != nil {
 			b.Fatal(err)
 		}

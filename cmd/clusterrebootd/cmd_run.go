@@ -20,9 +20,6 @@ func (c *CheckCmd) Run(e *Env) error {
 		return err
 	}
 	defer a.Close()
-	if err := a.runnable(); err != nil {
-		return err
-	}
 	lock, err := tryLock(filepath.Join(a.cfg.Paths.RunDir, checkLockFile))
 	if errors.Is(err, errLocked) {
 		a.log.Info("another check run is in progress; nothing to do", "event", "check", "action", "none")
@@ -44,9 +41,6 @@ func (h *HoldCmd) Run(e *Env) error {
 		return err
 	}
 	defer a.Close()
-	if err := a.runnable(); err != nil {
-		return err
-	}
 	lock, err := tryLock(filepath.Join(a.cfg.Paths.RunDir, holdLockFile))
 	if errors.Is(err, errLocked) {
 		a.log.Info("a holder is already running on this node; not starting a second one", "event", "hold", "action", "none")

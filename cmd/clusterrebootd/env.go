@@ -9,9 +9,13 @@ import (
 	"os"
 	"strings"
 
+	"github.com/coreos/go-systemd/v22/daemon"
+
 	"github.com/clusterrebootd/clusterrebootd/lib/config"
+	co "github.com/clusterrebootd/clusterrebootd/lib/coordinator"
 	"github.com/clusterrebootd/clusterrebootd/lib/gate"
 	"github.com/clusterrebootd/clusterrebootd/lib/obs"
+	"github.com/clusterrebootd/clusterrebootd/lib/systemd"
 )
 
 // Env is what every command's Run receives: the run's context, the global
@@ -95,4 +99,35 @@ func (e *Env) logger() (*slog.Logger, error) {
 		return nil, usageError("--log-format: %v", err)
 	}
 	return log, nil
+}
+
+// holderArgv is the command line of the transient holder unit: this
+// binary, the same configuration and global flags, "hold".
+func (e *Env) holderArgv() []string {
+	self, err := os.Executable()
+	if err != nil {
+		self = "/usr/bin/clusterrebootd"
+	}
+	argv := []string{self}
+	if e.G.Config != "" {
+		argv = append(argv, "--config", e.G.Config)
+	}
+	if e.G.DryRun {
+		argv = append(argv, "--dry-run")
+	}
+	if e.G.LogFormat != "" {
+		argv = append(argv, "--log-format", e.G.LogFormat)
+	}
+	return append(argv, "--log-level", e.G.LogLevel, "hold")
+}
+
+// notifier talks sd_notify to the service manager when there is one
+// (NOTIFY_SOCKET, read by go-systemd); the watchdog interval comes from
+// WATCHDOG_USEC.
+func (e *Env) notifier(log *slog.Logger) co.Notifier {
+	n := systemd.NewNotifier(log)
+	if d, err := daemon.SdWatchdogEnabled(false); err == nil {
+		n.WatchdogInterval = d
+	}
+	return n
 }

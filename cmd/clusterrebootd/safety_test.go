@@ -277,7 +277,7 @@ func (s *sim) runCheck(ctx context.Context, nd *simNode) {
 	if s.release {
 		cfg.Lock.SlotExpiry, cfg.Lock.MaxRebootDuration = config.SlotExpiryRelease, config.Duration(3*time.Second)
 	}
-	w, err := assemble(&cfg, nil)
+	w, err := assemble(&cfg, nil, nil, nil)
 	if err != nil {
 		s.t.Errorf("assemble: %v", err)
 		return

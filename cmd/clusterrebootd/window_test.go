@@ -61,7 +61,7 @@ func TestWindowClosesWhileWaiting(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer client.Close()
-	w, err := assemble(&cfg, nil)
+	w, err := assemble(&cfg, nil, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

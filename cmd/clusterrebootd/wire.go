@@ -27,30 +27,19 @@ const (
 
 // app is one command's wired world.
 type app struct {
-	// unsupported names configured modes this build cannot run yet; check
-	// and hold refuse to start with them (exit 2) before touching anything.
-	unsupported []unavailable
-	cfg         *config.Config
-	log         *slog.Logger
-	coord       *co.Coordinator
-	cluster     *lazyCluster
+	cfg     *config.Config
+	log     *slog.Logger
+	coord   *co.Coordinator
+	cluster *lazyCluster
 }
 
 func (a *app) Close() { a.cluster.close() }
-
-// runnable refuses a check or hold run with a mode this build lacks.
-func (a *app) runnable() error {
-	if len(a.unsupported) > 0 {
-		return a.unsupported[0].err()
-	}
-	return nil
-}
 
 // wire builds the coordinator and its adapters from the configuration. etcd
 // is dialled lazily, on the first call that needs it, so that a run blocked
 // by the kill switch never touches the network.
 func (e *Env) wire(cfg *config.Config, log *slog.Logger) (*app, error) {
-	w, err := assemble(cfg, log)
+	w, err := assemble(cfg, log, e.holderArgv(), e.notifier(log))
 	if err != nil {
 		return nil, err
 	}
@@ -59,20 +48,21 @@ func (e *Env) wire(cfg *config.Config, log *slog.Logger) (*app, error) {
 		return nil, err
 	}
 	w.fg.hold = coord.Hold
-	return &app{unsupported: w.unsupported, cfg: cfg, log: log, coord: coord, cluster: w.lazy}, nil
+	return &app{cfg: cfg, log: log, coord: coord, cluster: w.lazy}, nil
 }
 
 // wiring is the coordinator's options and adapters before construction.
 type wiring struct {
-	opts        co.Options
-	deps        co.Deps
-	lazy        *lazyCluster
-	fg          *foregroundHolder
-	unsupported []unavailable
+	opts co.Options
+	deps co.Deps
+	lazy *lazyCluster
+	fg   *foregroundHolder
 }
 
 // assemble converts the configuration into each package's options.
-func assemble(cfg *config.Config, log *slog.Logger) (*wiring, error) {
+// holderArgv is how the transient holder unit runs this binary; notifier
+// talks to the service manager (nil: none).
+func assemble(cfg *config.Config, log *slog.Logger, holderArgv []string, notifier co.Notifier) (*wiring, error) {
 	specs := make([]detect.Spec, 0, len(cfg.Detectors))
 	for _, d := range cfg.Detectors {
 		specs = append(specs, detect.Spec{Type: d.Type, Path: d.Path, Cmd: d.Cmd,
@@ -102,20 +92,24 @@ func assemble(cfg *config.Config, log *slog.Logger) (*wiring, error) {
 			MinHealthyAbsolute: cfg.Policy.MinHealthyAbsolute},
 		policy: policy,
 	}
-	var unsupported []unavailable
 	var rebooter co.Rebooter
-	if cfg.Reboot.Method == config.RebootCommand {
+	var inhibitors co.Inhibitors
+	switch cfg.Reboot.Method {
+	case config.RebootCommand:
 		rebooter = &reboot.Command{Argv: cfg.Reboot.Command, Timeout: cfg.Reboot.Timeout.Std(), Logger: log}
-	} else {
-		u := unavailable{"reboot.method = " + cfg.Reboot.Method}
-		rebooter, unsupported = u, append(unsupported, u)
+	default:
+		logind := &reboot.Logind{WallMessage: cfg.Reboot.WallMessage, Timeout: cfg.Reboot.Timeout.Std(), Logger: log}
+		rebooter, inhibitors = logind, logind
 	}
 	holdLock := filepath.Join(cfg.Paths.RunDir, holdLockFile)
 	fg := &foregroundHolder{lockPath: holdLock}
 	var holder co.Holder = fg
-	if cfg.Systemd.Holder != config.HolderForeground {
-		u := unavailable{"systemd.holder = " + cfg.Systemd.Holder}
-		holder, unsupported = u, append(unsupported, u)
+	if cfg.Systemd.Holder == config.HolderTransient {
+		// With Type=notify the start job ends at READY=1, once the holder's
+		// etcd session exists: the wait covers the dial and a request.
+		startWait := cfg.Systemd.DBusTimeout.Std() + cfg.Etcd.DialTimeout.Std() + 2*cfg.Etcd.RequestTimeout.Std()
+		holder = &systemd.TransientHolder{Unit: cfg.Systemd.HolderUnit, Argv: holderArgv,
+			Watchdog: cfg.Systemd.Watchdog.Std(), Timeout: startWait, Logger: log}
 	}
 
 	lc := &lazyCluster{opts: cluster.Options{
@@ -139,11 +133,11 @@ func assemble(cfg *config.Config, log *slog.Logger) (*wiring, error) {
 		Policies: policyPort{p: policy},
 		NodeHealth: gate.NodeHealth{States: cfg.Health.HealthyStates, SystemState: systemd.Manager{Timeout: cfg.Systemd.DBusTimeout.Std()}.SystemState,
 			Command: cfg.Health.NodeHealthCommand, Timeout: cfg.Health.Timeout.Std()},
-		Rebooter: rebooter, Holder: holder,
+		Rebooter: rebooter, Inhibitors: inhibitors, Holder: holder, Notify: notifier,
 		Host:   hostPort{bootIDPath: cfg.Paths.BootID, killSwitch: cfg.Paths.KillSwitch, runDir: cfg.Paths.RunDir},
 		State:  stateFile{path: filepath.Join(cfg.Paths.StateDir, stateFileName)},
 		Logger: log,
-	}, lazy: lc, fg: fg, unsupported: unsupported}, nil
+	}, lazy: lc, fg: fg}, nil
 }
 
 // lazyCluster dials etcd on first use and keeps the client for the run.
@@ -180,15 +174,3 @@ func kernelRelease() string {
 	}
 	return string(b)
 }
-
-// unavailable stands in for an adapter this build does not have yet (the
-// logind reboot and the transient holder unit). It fails closed: it says so
-// and never reboots or starts anything.
-type unavailable struct{ what string }
-
-func (u unavailable) err() error {
-	return configError{fmt.Errorf("%s is not supported by this build yet; use reboot.method = \"command\" and systemd.holder = \"foreground\"", u.what)}
-}
-func (u unavailable) Reboot(context.Context, string) error { return u.err() }
-func (u unavailable) Active(context.Context) (bool, error) { return false, nil }
-func (u unavailable) Start(context.Context) error          { return u.err() }
