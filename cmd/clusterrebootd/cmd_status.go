@@ -9,7 +9,11 @@ import (
 	"time"
 
 	co "github.com/clusterrebootd/clusterrebootd/lib/coordinator"
+	"github.com/clusterrebootd/clusterrebootd/lib/systemd"
 )
+
+// checkTimerUnit is the timer that fires `check --once`.
+const checkTimerUnit = "clusterrebootd-check.timer"
 
 // StatusCmd prints the cluster table.
 type StatusCmd struct {
@@ -26,6 +30,13 @@ func (s *StatusCmd) Run(e *Env) error {
 	st, err := a.coord.Status(e.Ctx, s.History)
 	if err != nil {
 		return err
+	}
+	// Best effort: without systemd (containers, the demo) there is no timer.
+	mgr := systemd.Manager{Timeout: a.cfg.Systemd.DBusTimeout.Std()}
+	if next, err := mgr.NextElapse(e.Ctx, checkTimerUnit); err == nil {
+		st.NextCheck = next
+	} else {
+		a.log.Debug("no check timer to report", "error", err)
 	}
 	if s.JSON {
 		return writeJSON(e.Stdout, st)
@@ -73,6 +84,9 @@ func printStatus(w io.Writer, st co.Status) {
 			yesNo(n.RebootRequired), state, slot, queue, last, oneLine(n.Why))
 	}
 	tw.Flush()
+	if !st.NextCheck.IsZero() {
+		fmt.Fprintf(w, "next check on this node: %s (in %s)\n", st.NextCheck.Format(time.RFC3339), st.NextCheck.Sub(st.Now).Round(time.Second))
+	}
 	for _, warn := range st.Warnings {
 		fmt.Fprintln(w, "warning:", warn)
 	}

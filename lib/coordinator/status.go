@@ -18,6 +18,9 @@ type Status struct {
 	Frozen        bool         `json:"frozen"` // an overdue slot freezes the cluster
 	Nodes         []NodeStatus `json:"nodes"`
 	Warnings      []string     `json:"warnings,omitempty"`
+	// NextCheck is when this node's check timer fires next (zero when the
+	// timer is unknown, e.g. without systemd); filled by the caller.
+	NextCheck time.Time `json:"next_check,omitzero"`
 }
 
 // NodeStatus is one row of the status table.
