@@ -73,7 +73,7 @@ func (n *Notifier) RunWatchdog(ctx context.Context, interval time.Duration, heal
 	t := time.NewTicker(period)
 	defer t.Stop()
 	fed := true
-	for {
+	for ctx.Err() == nil { // a ready ticker must not win over a done ctx
 		if healthy() {
 			if !fed {
 				n.log.Info("watchdog resumed: healthy again")
@@ -86,7 +86,6 @@ func (n *Notifier) RunWatchdog(ctx context.Context, interval time.Duration, heal
 		}
 		select {
 		case <-ctx.Done():
-			return
 		case <-t.C:
 		}
 	}
