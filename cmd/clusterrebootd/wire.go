@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -96,10 +97,10 @@ func assemble(cfg *config.Config, log *slog.Logger, holderArgv []string, notifie
 	var inhibitors co.Inhibitors
 	switch cfg.Reboot.Method {
 	case config.RebootCommand:
-		rebooter = &reboot.Command{Argv: cfg.Reboot.Command, Timeout: cfg.Reboot.Timeout.Std(), Logger: log}
+		rebooter = rebootPort{&reboot.Command{Argv: cfg.Reboot.Command, Timeout: cfg.Reboot.Timeout.Std(), Logger: log}}
 	default:
 		logind := &reboot.Logind{WallMessage: cfg.Reboot.WallMessage, Timeout: cfg.Reboot.Timeout.Std(), Logger: log}
-		rebooter, inhibitors = logind, logind
+		rebooter, inhibitors = rebootPort{logind}, logind
 	}
 	holdLock := filepath.Join(cfg.Paths.RunDir, holdLockFile)
 	fg := &foregroundHolder{lockPath: holdLock}
@@ -173,4 +174,16 @@ func kernelRelease() string {
 		b = append(b, byte(c))
 	}
 	return string(b)
+}
+
+// rebootPort maps lib/reboot's definite refusal onto the coordinator's, so
+// that only a refused reboot frees the slot.
+type rebootPort struct{ r co.Rebooter }
+
+func (p rebootPort) Reboot(ctx context.Context, reason string) error {
+	err := p.r.Reboot(ctx, reason)
+	if errors.Is(err, reboot.ErrRefused) {
+		return fmt.Errorf("%w: %w", co.ErrRebootRefused, err)
+	}
+	return err
 }

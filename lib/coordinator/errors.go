@@ -26,6 +26,10 @@ var (
 	ErrUnavailable = errors.New("coordinator: etcd unavailable")
 	ErrCorrupt     = errors.New("coordinator: corrupt cluster state")
 	ErrConflict    = errors.New("coordinator: concurrent modification")
+	// ErrRebootRefused: the reboot action definitely did not start (the
+	// command failed, logind said no). Any other error from Rebooter is
+	// uncertain: the reboot may be on its way.
+	ErrRebootRefused = errors.New("coordinator: reboot refused")
 )
 
 // Error is a run's outcome when it did not end in "ok". Gate names the gate

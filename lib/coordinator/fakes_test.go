@@ -710,6 +710,10 @@ type fakeRebooter struct {
 	err     error
 	// observed at the moment of the reboot call
 	hadSlot, lockWasFree bool
+	// during, when set, runs inside the call (e.g. the shutdown stopping
+	// the holder); ctxErr is the call's context error after it.
+	during func()
+	ctxErr error
 }
 
 func (r *fakeRebooter) Reboot(ctx context.Context, reason string) error {
@@ -720,6 +724,10 @@ func (r *fakeRebooter) Reboot(ctx context.Context, reason string) error {
 	defer r.mu.Unlock()
 	r.reasons = append(r.reasons, reason)
 	r.hadSlot, r.lockWasFree = slot, free
+	if r.during != nil {
+		r.during()
+	}
+	r.ctxErr = ctx.Err()
 	return r.err
 }
 

@@ -205,12 +205,23 @@ func (h *holdRun) reboot(det Detection) error {
 			&Error{Code: CodeBusy, Gate: "slot", Reason: "the slot's deadline passed before the reboot could be requested; no reboot"})
 	}
 	h.log.Info("requesting reboot", "event", "reboot-requested", "action", "reboot", "reason", det.Reason, "attempt", h.attempt)
-	if err := c.Rebooter.Reboot(h.ctx, det.Reason); err != nil {
-		h.log.Error("reboot call failed: releasing the slot", "event", "reboot-failed", "error", err)
+	// The shutdown we ask for stops this holder: that stop must not cut
+	// the call short and make a requested reboot look failed. The Rebooter
+	// bounds the call itself.
+	err = c.Rebooter.Reboot(context.WithoutCancel(h.ctx), det.Reason)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, ErrRebootRefused):
+		h.log.Error("reboot refused: releasing the slot", "event", "reboot-failed", "error", err)
 		_ = c.Host.ClearRebootRequested()
-		return h.giveBack(slot, EventRebootFailed, err.Error(), &Error{Code: CodeInternal, Gate: "reboot", Reason: "reboot call failed; slot released", Err: err})
+		return h.giveBack(slot, EventRebootFailed, err.Error(), &Error{Code: CodeInternal, Gate: "reboot", Reason: "reboot refused; slot released", Err: err})
 	}
-	return nil
+	// No answer: the reboot may be under way. Keep the slot (and the
+	// marker): a reboot releases it after boot; if none comes, it stays
+	// until its deadline (slot_expiry) or an operator's release.
+	h.log.Error("reboot call got no answer: keeping the slot in case the reboot is under way", "event", "reboot-uncertain", "error", err)
+	return &Error{Code: CodeInternal, Gate: "reboot", Reason: "reboot call got no answer; slot kept until the node reboots, its deadline, or 'clusterrebootd release'", Err: err}
 }
 
 // giveBack deletes this node's slot right away (dry run, failed reboot) and

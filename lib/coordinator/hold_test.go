@@ -1,7 +1,9 @@
 package coordinator
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"reflect"
 	"slices"
 	"strings"
@@ -126,16 +128,16 @@ func TestHold(t *testing.T) {
 			hist: []string{EventSlotTaken}, slot: true,
 		},
 		{
-			name:  "reboot call fails: slot released, marker cleared, count undone",
-			setup: func(e *env) { e.rb.err = errors.New("logind: access denied") },
-			code:  CodeInternal, gate: "reboot", reason: "reboot call failed",
+			name:  "reboot refused: slot released, marker cleared",
+			setup: func(e *env) { e.rb.err = fmt.Errorf("%w: logind: access denied", ErrRebootRefused) },
+			code:  CodeInternal, gate: "reboot", reason: "reboot refused",
 			hist:   []string{EventSlotTaken, EventRebootRequested, EventRebootFailed},
 			reboot: true,
 			check: func(t *testing.T, e *env) {
 				if e.host.marked("boot-2") {
 					t.Error("marker left behind after a failed reboot")
 				}
-				if ev := e.cl.events()[2]; ev.Reason != "logind: access denied" {
+				if ev := e.cl.events()[2]; !strings.HasSuffix(ev.Reason, "logind: access denied") {
 					t.Errorf("reboot-failed event = %+v", ev)
 				}
 				if e.rec.first("cluster.ReleaseSlot") < e.rec.first("rebooter.Reboot") {
@@ -144,26 +146,41 @@ func TestHold(t *testing.T) {
 			},
 		},
 		{
-			name: "reboot call fails and the release fails too",
+			name: "reboot refused and the release fails too",
 			setup: func(e *env) {
-				e.rb.err = errors.New("logind: access denied")
+				e.rb.err = fmt.Errorf("%w: logind: access denied", ErrRebootRefused)
 				e.cl.releaseErr = unavailable("txn")
 			},
 			code: CodeInternal, gate: "reboot",
 			hist: []string{EventSlotTaken, EventRebootRequested}, slot: true, reboot: true,
 		},
 		{
-			name: "reboot call fails: loop-guard counts untouched",
+			name: "reboot refused: loop-guard counts untouched",
 			setup: func(e *env) {
 				e.opt.MaxRebootsPerReason = 3
 				e.st.st = State{RebootsForReason: map[string]int{detYes.Reason: 1, "other": 2}}
-				e.rb.err = errBoom
+				e.rb.err = fmt.Errorf("%w: %w", ErrRebootRefused, errBoom)
 			},
 			code: CodeInternal, gate: "reboot",
 			hist: []string{EventSlotTaken, EventRebootRequested, EventRebootFailed}, reboot: true,
 			check: func(t *testing.T, e *env) {
 				if n := e.st.get().RebootsForReason["other"]; n != 2 {
 					t.Errorf("other reason count = %d, want 2", n)
+				}
+			},
+		},
+		{
+			// The stop of this holder by the very shutdown it asked for,
+			// or a timeout: no answer means the reboot may be under way.
+			name:  "reboot call without an answer: slot and marker kept",
+			setup: func(e *env) { e.rb.err = context.DeadlineExceeded },
+			code:  CodeInternal, gate: "reboot", reason: "no answer",
+			hist:   []string{EventSlotTaken, EventRebootRequested},
+			slot:   true,
+			reboot: true,
+			check: func(t *testing.T, e *env) {
+				if !e.host.marked("boot-2") {
+					t.Error("marker cleared although the reboot may be under way")
 				}
 			},
 		},

@@ -385,3 +385,25 @@ func TestHoldNoRebootPastSlotDeadline(t *testing.T) {
 		holdInvariants(t, e)
 	})
 }
+
+// The shutdown the holder asked for stops it (SIGTERM cancels its context)
+// while the reboot call is still in flight: the call must not be cut short,
+// and a successful call keeps the slot (the e2e suite saw two nodes down at
+// once when it was).
+func TestHoldRebootCallSurvivesStop(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := holdEnv()
+		ctx, stop := context.WithCancel(t.Context())
+		defer stop()
+		e.rb.during = stop
+		if err := e.coord(t).Hold(ctx); err != nil {
+			t.Fatalf("Hold = %v, want nil (the reboot was requested)", err)
+		}
+		if e.rb.ctxErr != nil {
+			t.Fatalf("reboot call's context ended with the holder's: %v", e.rb.ctxErr)
+		}
+		if _, has := e.cl.slot(self); !has {
+			t.Fatal("slot released although the reboot was requested")
+		}
+	})
+}

@@ -136,8 +136,10 @@ type Inhibitors interface {
 	Blocking(ctx context.Context) (blockedBy string, err error)
 }
 
-// Rebooter performs the reboot action; it returns once the reboot was
-// requested (the process may be killed by the shutdown any time after).
+// Rebooter performs the reboot action; it returns nil once the reboot was
+// requested (the process may be killed by the shutdown any time after), an
+// error wrapping ErrRebootRefused when it definitely was not, and any other
+// error when it cannot tell (no answer): then the slot must stay.
 type Rebooter interface {
 	Reboot(ctx context.Context, reason string) error
 }

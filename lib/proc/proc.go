@@ -22,6 +22,10 @@ const DefaultWaitDelay = 2 * time.Second
 // ErrTimeout is returned when the program ran longer than Cmd.Timeout.
 var ErrTimeout = errors.New("proc: timed out")
 
+// ErrStart is returned when the program never ran: empty argv, no timeout,
+// or the start itself failed (not found, not executable).
+var ErrStart = errors.New("proc: cannot start")
+
 // Cmd describes one bounded run of a program.
 type Cmd struct {
 	Argv      []string      // program and arguments; Argv[0] is looked up in PATH if it has no slash
@@ -48,10 +52,10 @@ const SafePath = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/
 // by a signal; in every such case the process group has been killed.
 func Run(ctx context.Context, c Cmd) (Result, error) {
 	if len(c.Argv) == 0 || c.Argv[0] == "" {
-		return Result{ExitCode: -1}, errors.New("proc: empty command")
+		return Result{ExitCode: -1}, fmt.Errorf("%w: empty command", ErrStart)
 	}
 	if c.Timeout <= 0 {
-		return Result{ExitCode: -1}, errors.New("proc: no timeout given")
+		return Result{ExitCode: -1}, fmt.Errorf("%w: no timeout given", ErrStart)
 	}
 	max := c.MaxOutput
 	if max <= 0 {
@@ -86,7 +90,7 @@ func Run(ctx context.Context, c Cmd) (Result, error) {
 	start := time.Now()
 	err := cmd.Start()
 	if err != nil {
-		return Result{ExitCode: -1}, fmt.Errorf("proc: start %s: %w", c.Argv[0], err)
+		return Result{ExitCode: -1}, fmt.Errorf("%w: %s: %w", ErrStart, c.Argv[0], err)
 	}
 	pid := cmd.Process.Pid
 	err = cmd.Wait()

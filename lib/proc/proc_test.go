@@ -29,9 +29,9 @@ func TestRun(t *testing.T) {
 		{name: "output bounded", cmd: Cmd{Argv: []string{"/bin/sh", "-c", "head -c 100000 /dev/zero"}, Timeout: 5 * time.Second, MaxOutput: 10}, wantOut: strings.Repeat("\x00", 10), truncated: true},
 		{name: "timeout", cmd: Cmd{Argv: []string{"/bin/sleep", "10"}, Timeout: 50 * time.Millisecond}, wantErr: ErrTimeout, wantCode: -1},
 		{name: "killed by signal", cmd: Cmd{Argv: []string{"/bin/sh", "-c", "kill -9 $$"}, Timeout: time.Second}, anyErr: true, wantCode: -1},
-		{name: "missing program", cmd: Cmd{Argv: []string{"/nonexistent"}, Timeout: time.Second}, anyErr: true, wantCode: -1},
-		{name: "empty argv", cmd: Cmd{Timeout: time.Second}, anyErr: true, wantCode: -1},
-		{name: "no timeout", cmd: Cmd{Argv: []string{"/bin/true"}}, anyErr: true, wantCode: -1},
+		{name: "missing program", cmd: Cmd{Argv: []string{"/nonexistent"}, Timeout: time.Second}, wantErr: ErrStart, wantCode: -1},
+		{name: "empty argv", cmd: Cmd{Timeout: time.Second}, wantErr: ErrStart, wantCode: -1},
+		{name: "no timeout", cmd: Cmd{Argv: []string{"/bin/true"}}, wantErr: ErrStart, wantCode: -1},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -54,6 +54,11 @@ func TestCommand(t *testing.T) {
 			if err != nil && strings.Contains(tc.name, "non-zero") && !strings.Contains(err.Error(), "nope") {
 				t.Fatalf("error should carry the output: %v", err)
 			}
+			// Definite failures may free the slot; a timeout may not.
+			wantRefused := tc.name == "non-zero exit" || tc.name == "missing binary" || tc.name == "empty"
+			if err != nil && errors.Is(err, ErrRefused) != wantRefused {
+				t.Fatalf("errors.Is(err, ErrRefused) = %v, want %v (err %v)", !wantRefused, wantRefused, err)
+			}
 		})
 	}
 }

@@ -76,7 +76,7 @@ func (l *Logind) Reboot(ctx context.Context, reason string) error {
 	defer cancel()
 	c, err := l.conn(ctx)
 	if err != nil {
-		return err
+		return fmt.Errorf("%w: %w", ErrRefused, err) // never asked: no bus
 	}
 	defer c.Close()
 	obj := c.Object(logindName, logindPath)
@@ -87,7 +87,13 @@ func (l *Logind) Reboot(ctx context.Context, reason string) error {
 		}
 	}
 	if err := obj.CallWithContext(ctx, logindIface+".Reboot", 0, false).Err; err != nil {
-		return withCause(ctx, fmt.Errorf("%w: Reboot: %s: %w", ErrLogind, describe(err), err))
+		err = withCause(ctx, fmt.Errorf("%w: Reboot: %s: %w", ErrLogind, describe(err), err))
+		var reply dbus.Error
+		if errors.As(err, &reply) {
+			// logind answered no (access denied, inhibited, ...): definite.
+			return fmt.Errorf("%w: %w", ErrRefused, err)
+		}
+		return err // no answer (timeout, connection lost): the reboot may be on its way
 	}
 	return nil
 }

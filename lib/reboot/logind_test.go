@@ -60,6 +60,10 @@ func TestLogindReboot(t *testing.T) {
 				if !errors.Is(err, ErrLogind) || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("err = %v, want ErrLogind with %q", err, tc.wantErr)
 				}
+				// logind answered: a definite refusal, the slot may go.
+				if !errors.Is(err, ErrRefused) {
+					t.Fatalf("err = %v, want ErrRefused for an error reply", err)
+				}
 				var de dbus.Error
 				if !errors.As(err, &de) || de.Name != tc.rebootErr.Name {
 					t.Fatalf("D-Bus error not in the chain: %v", err)
@@ -83,8 +87,8 @@ func TestLogindTimeout(t *testing.T) {
 	f.set(func(f *fakeLogind) { f.hang = true })
 	l := newLogind(addr)
 	l.Timeout = 200 * time.Millisecond
-	if err := l.Reboot(context.Background(), "r"); !errors.Is(err, ErrLogind) || !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("Reboot err = %v, want ErrLogind and deadline exceeded", err)
+	if err := l.Reboot(context.Background(), "r"); !errors.Is(err, ErrLogind) || !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrRefused) {
+		t.Fatalf("Reboot err = %v, want ErrLogind and deadline exceeded, not ErrRefused (no answer: uncertain)", err)
 	}
 	if s, err := l.Blocking(context.Background()); !errors.Is(err, ErrLogind) || !errors.Is(err, context.DeadlineExceeded) || s != "" {
 		t.Fatalf("Blocking = %q, %v; want ErrLogind and deadline exceeded", s, err)
@@ -102,7 +106,7 @@ func TestLogindAbsent(t *testing.T) {
 
 func TestLogindNoBus(t *testing.T) {
 	l := newLogind("unix:path=" + t.TempDir() + "/none")
-	if err := l.Reboot(context.Background(), "r"); !errors.Is(err, ErrLogind) {
+	if err := l.Reboot(context.Background(), "r"); !errors.Is(err, ErrLogind) || !errors.Is(err, ErrRefused) {
 		t.Fatalf("Reboot err = %v", err)
 	}
 	if _, err := l.Blocking(context.Background()); !errors.Is(err, ErrLogind) {
