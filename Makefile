@@ -10,7 +10,7 @@ ETCD_BIN  := $(CURDIR)/$(BIN)/etcd
 FUZZTIME  ?= 5s
 export CGO_ENABLED = 0
 
-.PHONY: all build test unit fuzz lint demo bench clean etcd
+.PHONY: all build test unit fuzz lint demo bench clean etcd e2e verify-units
 
 all: build
 
@@ -43,8 +43,18 @@ lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	$(GO) vet -tags e2e ./test/e2e/
 	cd hack && $(GO) vet ./...
 	$(GO) test -count=1 ./test/arch/
+
+## verify-units: systemd-analyze verify/security of units/ (no systemd PID 1 needed)
+verify-units: build
+	CLUSTERREBOOTD_BIN=$(CURDIR)/$(BIN)/clusterrebootd hack/e2e/verify-units.sh
+
+## e2e: nspawn nodes with real systemd + logind, a 3-member etcd, real reboots (root)
+e2e: build etcd verify-units
+	CLUSTERREBOOTD_BIN=$(CURDIR)/$(BIN)/clusterrebootd CLUSTERREBOOTD_ETCD_BIN=$(ETCD_BIN) \
+	  $(GO) test -tags e2e -count=1 -v -timeout 15m ./test/e2e/
 
 ## demo: local 5-node demo cluster on an embedded etcd (no root, no systemd)
 demo: build
