@@ -2,12 +2,13 @@ package reboot
 
 import (
 	"context"
-	"github.com/clusterrebootd/clusterrebootd/test/dbustest"
 	"strconv"
 	"sync"
 	"testing"
 
 	"github.com/godbus/dbus/v5"
+
+	"github.com/clusterrebootd/clusterrebootd/test/dbustest"
 )
 
 // startBus runs a private dbus-daemon for one test.

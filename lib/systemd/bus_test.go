@@ -2,13 +2,14 @@ package systemd
 
 import (
 	"context"
-	"github.com/clusterrebootd/clusterrebootd/test/dbustest"
 	"strconv"
 	"sync"
 	"testing"
 
 	sd "github.com/coreos/go-systemd/v22/dbus"
 	"github.com/godbus/dbus/v5"
+
+	"github.com/clusterrebootd/clusterrebootd/test/dbustest"
 )
 
 // startBus runs a private dbus-daemon for one test.
