@@ -10,13 +10,13 @@ ETCD_BIN  := $(CURDIR)/$(BIN)/etcd
 FUZZTIME  ?= 5s
 export CGO_ENABLED = 0
 
-.PHONY: all build test unit fuzz lint demo bench clean etcd e2e verify-units
+.PHONY: all build test unit fuzz lint demo bench clean etcd e2e verify-units package package-test release
 
 all: build
 
 ## build: static, trimmed, version-stamped binary in bin/clusterrebootd
 build:
-	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/clusterrebootd ./cmd/clusterrebootd
+	$(GO) build -trimpath -buildvcs=false -ldflags '$(LDFLAGS)' -o $(BIN)/clusterrebootd ./cmd/clusterrebootd
 
 ## etcd: the real etcd server built from its Go module (hack/ module) for tests
 etcd: $(ETCD_BIN)
@@ -65,5 +65,20 @@ bench: build etcd
 	CLUSTERREBOOTD_ETCD_BIN=$(ETCD_BIN) $(GO) test -run '^$$' -bench Handover -benchtime 3x ./cmd/clusterrebootd/
 	cd hack && $(GO) run ./bench/tick -binary $(CURDIR)/$(BIN)/clusterrebootd -n 200
 
+# Packages use the same version stamp and linker flags as `build`.
+PKG_ENV = GO='$(GO)' VERSION='$(VERSION)' COMMIT='$(COMMIT)' LDFLAGS='$(LDFLAGS)'
+
+## package: deb and rpm for amd64 and arm64 in dist/ (nfpm pinned in hack/go.mod; unsigned, reproducible)
+package:
+	$(PKG_ENV) hack/package/build.sh
+
+## package-test: reproducibility, lintian, rpmlint, contents, rpm --root, chroot and booted-node life cycle (root)
+package-test:
+	$(PKG_ENV) hack/package/test.sh
+
+## release: signed packages, SHA256SUMS(.asc), CycloneDX SBOMs in dist/release (SIGNING_KEY, GNUPGHOME)
+release:
+	$(PKG_ENV) hack/package/release.sh
+
 clean:
-	rm -rf $(BIN)
+	rm -rf $(BIN) dist
