@@ -19,6 +19,9 @@ import (
 	"github.com/clusterrebootd/clusterrebootd/lib/systemd"
 )
 
+// systemBusSocket is where the system D-Bus listens.
+const systemBusSocket = "/run/dbus/system_bus_socket"
+
 // Files in [paths].run_dir.
 const (
 	checkLockFile = "check.lock"
@@ -98,6 +101,13 @@ func assemble(cfg *config.Config, log *slog.Logger, holderArgv []string, notifie
 	switch cfg.Reboot.Method {
 	case config.RebootCommand:
 		rebooter = rebootPort{&reboot.Command{Argv: cfg.Reboot.Command, Timeout: cfg.Reboot.Timeout.Std(), Logger: log}}
+		// A command (e.g. `systemctl reboot` as root) goes through block
+		// inhibitors, so ask logind about them too — where there is a system
+		// bus at all (containers and the demo have none: nothing can hold
+		// an inhibitor there).
+		if _, err := os.Stat(systemBusSocket); err == nil {
+			inhibitors = &reboot.Logind{Timeout: cfg.Reboot.Timeout.Std(), Logger: log}
+		}
 	default:
 		logind := &reboot.Logind{WallMessage: cfg.Reboot.WallMessage, Timeout: cfg.Reboot.Timeout.Std(), Logger: log}
 		rebooter, inhibitors = rebootPort{logind}, logind

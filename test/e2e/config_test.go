@@ -23,9 +23,14 @@ const (
 
 // Paths inside a node.
 const (
-	gateScriptPath = "/etc/clusterrebootd/health.d/cluster-gate"
-	gateFlagDir    = "/etc/clusterrebootd/e2e"
-	rebootRequired = "/run/reboot-required"
+	gateScriptPath  = "/etc/clusterrebootd/health.d/cluster-gate"
+	gateFlagDir     = "/etc/clusterrebootd/e2e"
+	rebootRequired  = "/run/reboot-required"
+	nodeHealthPath  = "/etc/clusterrebootd/health.d/e2e-node-health"
+	slowRebootPath  = "/usr/local/sbin/e2e-slow-reboot"
+	slowRebootSleep = 20 // seconds slowRebootPath waits before `systemctl reboot`
+	holdUnit        = "clusterrebootd-hold.service"
+	checkUnit       = "clusterrebootd-check.service"
 )
 
 // timerDropIn makes the shipped timer tick every few seconds.
@@ -67,6 +72,29 @@ fi
 exit 0
 `
 
+// nodeHealthScript is the node_health_command of scenarios that steer a
+// node's own health: the flag file "unhealthy" in /etc/clusterrebootd/e2e/
+// makes the node report itself unhealthy in its alive record.
+const nodeHealthScript = `#!/bin/sh
+if [ -e /etc/clusterrebootd/e2e/unhealthy ]; then
+	echo "e2e node health: unhealthy by flag file"
+	exit 1
+fi
+exit 0
+`
+
+// slowRebootScript is a reboot command that can take its time: with the
+// flag file "slow-reboot" in /etc/clusterrebootd/e2e/ it sleeps first, the
+// window between the fenced slot write and the reboot in which a holder
+// can die; without it, it reboots at once.
+var slowRebootScript = fmt.Sprintf(`#!/bin/sh
+if [ -e /etc/clusterrebootd/e2e/slow-reboot ]; then
+	echo "e2e slow reboot: systemctl reboot in %[1]d s"
+	sleep %[1]d
+fi
+exec /usr/bin/systemctl reboot
+`, slowRebootSleep)
+
 // nodeConfig is what differs between nodes and scenarios in
 // /etc/clusterrebootd/config.toml.
 type nodeConfig struct {
@@ -76,13 +104,19 @@ type nodeConfig struct {
 	LockTTL       string // lock.ttl
 	HealthTimeout string // health.timeout, below LockTTL
 	MaxHoldWait   string
-	Holder        string // [systemd] holder
-	RebootMethod  string // [reboot] method
+	Holder        string   // [systemd] holder
+	RebootMethod  string   // [reboot] method
+	RebootCommand []string // [reboot] command for method "command" (default systemctl reboot)
+	// RespectInhibitors is [reboot] respect_inhibitors (the product's
+	// default, true, unless a scenario says otherwise).
+	RespectInhibitors bool
+	FallbackNodes     []string // [policy] fallback_nodes
+	NodeHealthCommand []string // [health] node_health_command
 }
 
 func defaultNodeConfig(cluster string, endpoints []string) nodeConfig {
 	c := nodeConfig{Cluster: cluster, Endpoints: endpoints, LockTTL: "10s", HealthTimeout: "5s",
-		MaxHoldWait: "3m", Holder: defaultHolder, RebootMethod: defaultRebootMethod}
+		MaxHoldWait: "3m", Holder: defaultHolder, RebootMethod: defaultRebootMethod, RespectInhibitors: true}
 	if v := os.Getenv(envHolder); v != "" {
 		c.Holder = v
 	}
@@ -92,14 +126,32 @@ func defaultNodeConfig(cluster string, endpoints []string) nodeConfig {
 	return c
 }
 
-func (c nodeConfig) render() string {
-	eps := make([]string, len(c.Endpoints))
-	for i, e := range c.Endpoints {
-		eps[i] = strconv.Quote(e)
+// tomlList renders a TOML array of strings.
+func tomlList(ss []string) string {
+	q := make([]string, len(ss))
+	for i, s := range ss {
+		q[i] = strconv.Quote(s)
 	}
-	reboot := fmt.Sprintf("method = %q\n", c.RebootMethod)
+	return "[" + strings.Join(q, ", ") + "]"
+}
+
+// holderUnit is the unit a node's holder runs in: the transient holder
+// unit, or the check unit itself with holder = "foreground".
+func (c nodeConfig) holderUnit() string {
+	if c.Holder == "foreground" {
+		return checkUnit
+	}
+	return holdUnit
+}
+
+func (c nodeConfig) render() string {
+	reboot := fmt.Sprintf("method = %q\nrespect_inhibitors = %t\n", c.RebootMethod, c.RespectInhibitors)
 	if c.RebootMethod == "command" {
-		reboot += `command = ["/usr/bin/systemctl", "reboot"]` + "\n"
+		cmd := c.RebootCommand
+		if len(cmd) == 0 {
+			cmd = []string{"/usr/bin/systemctl", "reboot"}
+		}
+		reboot += "command = " + tomlList(cmd) + "\n"
 	}
 	return fmt.Sprintf(`# e2e node configuration, written by test/e2e.
 node_name = %q
@@ -115,9 +167,10 @@ timeout = "10s"
 script = %q
 timeout = %q
 healthy_states = ["running"]
+node_health_command = %s
 
 [etcd]
-endpoints = [%s]
+endpoints = %s
 dial_timeout = "2s"
 request_timeout = "3s"
 
@@ -129,6 +182,9 @@ backoff_min = "1s"
 backoff_max = "2s"
 max_reboot_duration = "5m"
 
+[policy]
+fallback_nodes = %s
+
 [reboot]
 %s
 [systemd]
@@ -136,8 +192,8 @@ holder = %q
 
 [metrics]
 textfile = ""
-`, c.Node, c.Cluster, rebootRequired, gateScriptPath, c.HealthTimeout, strings.Join(eps, ", "),
-		c.LockTTL, c.MaxHoldWait, reboot, c.Holder)
+`, c.Node, c.Cluster, rebootRequired, gateScriptPath, c.HealthTimeout, tomlList(c.NodeHealthCommand),
+		tomlList(c.Endpoints), c.LockTTL, c.MaxHoldWait, tomlList(c.FallbackNodes), reboot, c.Holder)
 }
 
 func randomHex(n int) (string, error) {

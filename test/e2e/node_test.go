@@ -106,6 +106,8 @@ func (n *Node) install(cfg nodeConfig) error {
 		{path: "/etc/systemd/network/10-host0.network", mode: 0o644, data: fmt.Sprintf(networkFile, n.IP)},
 		{path: "/etc/clusterrebootd/config.toml", mode: 0o644, data: cfg.render()},
 		{path: gateScriptPath, mode: 0o755, data: gateScript},
+		{path: nodeHealthPath, mode: 0o755, data: nodeHealthScript},
+		{path: slowRebootPath, mode: 0o755, data: slowRebootScript},
 	}
 	for _, f := range files {
 		data := []byte(f.data)

@@ -28,6 +28,7 @@ type scenario struct {
 	name          string
 	prefix        string // P = /clusterrebootd/<cluster>
 	maxConcurrent int
+	cfg           nodeConfig // the nodes' configuration (node name and IP aside)
 	tl            *Timeline
 	nodes         []*Node
 	watch         *slotWatch
@@ -57,6 +58,7 @@ func newScenario(t *testing.T, name string, n int, tweak func(*nodeConfig)) *sce
 	if tweak != nil {
 		tweak(&cfg)
 	}
+	sc.cfg = cfg
 	t.Logf("scenario %s: cluster %q, %d nodes, holder %s, reboot method %s, lock.ttl %s",
 		name, cluster, n, cfg.Holder, cfg.RebootMethod, cfg.LockTTL)
 	for i := 1; i <= n; i++ {
@@ -197,6 +199,28 @@ func (sc *scenario) slots() ([]string, error) {
 func (sc *scenario) lockOwner() (string, error) {
 	_, node, err := sc.lockHead()
 	return node, err
+}
+
+// lockQueue lists the nodes in the mutex queue P/lock/, head first ("?"
+// for an entry without our annotation).
+func (sc *scenario) lockQueue() ([]string, error) {
+	resp, err := sc.s.etcd.get(sc.prefix + "/lock/")
+	if err != nil {
+		return nil, err
+	}
+	kvs := slices.Clone(resp.Kvs)
+	slices.SortFunc(kvs, func(a, b *mvccpb.KeyValue) int { return int(a.CreateRevision - b.CreateRevision) })
+	var q []string
+	for _, kv := range kvs {
+		var a struct {
+			Node string `json:"node"`
+		}
+		if json.Unmarshal(kv.Value, &a) != nil || a.Node == "" {
+			a.Node = "?"
+		}
+		q = append(q, a.Node)
+	}
+	return q, nil
 }
 
 // lockHead is the key-value and node of the head of the mutex queue.
