@@ -103,10 +103,34 @@ func (c *Coordinator) sameBoot(ctx context.Context, slot Slot, bootID string, al
 	if err != nil {
 		return true, failure("marker", err)
 	}
-	if active || requested {
+	switch {
+	case active:
 		alive.Blocked = "reboot in progress"
 		c.log.Info("own slot held and reboot in progress", "event", "check", "action", "none")
 		return true, nil
+	case requested && !slot.Overdue(c.Now()):
+		alive.Blocked = "reboot in progress"
+		c.log.Info("own slot held and reboot in progress", "event", "check", "action", "none")
+		return true, nil
+	case requested && !c.opt.SlotExpiryRelease:
+		// The reboot was requested but the node never went down within
+		// max_reboot_duration (e.g. the holder died before the call): the
+		// cluster stays frozen until an operator looks (slot_expiry =
+		// freeze).
+		alive.Blocked = "reboot requested but the node never went down; slot overdue: run 'clusterrebootd release' after checking the node"
+		c.log.Error("own slot overdue without a reboot: cluster frozen until an operator releases it", append([]any{"event", "slot-overdue"}, logAttrsSlot(slot)...)...)
+		return true, nil
+	case requested:
+		// slot_expiry = release: free it like any other holder would.
+		ev := HistoryEvent{Event: EventExpired, Node: c.opt.Node, By: c.opt.Node, BootID: bootID, At: c.Now(),
+			Reason: "reboot requested but the node never went down before the deadline: " + slot.Reason}
+		if err := c.Cluster.ReleaseSlot(ctx, slot, ev); err != nil {
+			return true, failure("etcd", err)
+		}
+		_ = c.Host.ClearRebootRequested()
+		c.log.Error("own slot expired without a reboot: released (slot_expiry = release)", append([]any{"event", "slot-expired"}, logAttrsSlot(slot)...)...)
+		alive.State = StateIdle
+		return false, nil
 	}
 	ev := HistoryEvent{Event: EventAborted, Node: c.opt.Node, Reason: "reboot never happened (same boot_id, no holder): " + slot.Reason,
 		BootID: bootID, At: c.Now()}

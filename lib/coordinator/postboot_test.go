@@ -264,6 +264,37 @@ func TestCheckPostBoot(t *testing.T) {
 			code: CodeOK,
 		},
 		{
+			// The holder died between the marker and the reboot call: past
+			// the deadline, freeze keeps the slot for an operator...
+			name: "same boot, reboot requested, overdue, freeze: kept for an operator",
+			setup: func(e *env) {
+				ownSlot(e, func(s *Slot) { s.BootID = "boot-2"; s.Deadline = t0.Add(-time.Minute) })
+				e.host.requested["boot-2"] = true
+			},
+			code: CodeOK,
+			check: func(t *testing.T, e *env) {
+				if a, _ := lastAlive(t, e); !strings.Contains(a.Blocked, "clusterrebootd release") {
+					t.Errorf("alive = %+v, want it to name the operator's release", a)
+				}
+			},
+		},
+		{
+			// ... and slot_expiry = release frees it, so the node retries.
+			name: "same boot, reboot requested, overdue, release: expired",
+			setup: func(e *env) {
+				e.opt.SlotExpiryRelease = true
+				ownSlot(e, func(s *Slot) { s.BootID = "boot-2"; s.Deadline = t0.Add(-time.Minute) })
+				e.host.requested["boot-2"] = true
+				e.det.set(detNo)
+			},
+			code: CodeOK, released: EventExpired, detected: true,
+			check: func(t *testing.T, e *env) {
+				if e.host.marked("boot-2") {
+					t.Error("marker kept after the slot expired")
+				}
+			},
+		},
+		{
 			name: "same boot, marker of another boot does not count",
 			setup: func(e *env) {
 				ownSlot(e, func(s *Slot) { s.BootID = "boot-2" })
