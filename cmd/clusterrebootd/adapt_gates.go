@@ -34,10 +34,10 @@ func (pp policyPort) SlotLimit(self string, v co.View, maxConcurrent int, now ti
 	return co.PolicyVerdict(gate.SlotLimit(p, snapshotOf(self, v, now)))
 }
 
-func (pp policyPort) ClusterHealth(self string, v co.View, assumeSlotsReturn bool) co.PolicyVerdict {
+func (pp policyPort) ClusterHealth(self string, v co.View, assumeSlotsReturn bool, now time.Time) co.PolicyVerdict {
 	p := pp.p
 	p.AssumeSlotsReturn = assumeSlotsReturn
-	return co.PolicyVerdict(gate.ClusterHealth(p, snapshotOf(self, v, time.Now())))
+	return co.PolicyVerdict(gate.ClusterHealth(p, snapshotOf(self, v, now)))
 }
 
 // scriptPort runs the health script with the cluster context of the view.

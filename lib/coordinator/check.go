@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
 )
 
 // Check is one timer tick (`check --once`): kill switch → post-boot release
@@ -23,7 +24,7 @@ func (c *Coordinator) Check(ctx context.Context) error {
 	if err != nil {
 		return failure("etcd", err)
 	}
-	if !contains(view.Members, c.opt.Node) {
+	if !slices.Contains(view.Members, c.opt.Node) {
 		if err := c.Cluster.Register(ctx, c.opt.Node); err != nil {
 			return failure("etcd", err)
 		}
@@ -142,15 +143,6 @@ func healthStatus(f *GateResult) string {
 		return "unhealthy"
 	}
 	return "n/a"
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 // logAttrsSlot are the fields logged for a slot.

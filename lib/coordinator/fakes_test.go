@@ -661,7 +661,7 @@ func (p *fakePolicies) SlotLimit(self string, v View, maxConcurrent int, now tim
 		Reason: fmt.Sprintf("%d of %d slots in use", used, maxConcurrent)}
 }
 
-func (p *fakePolicies) ClusterHealth(self string, v View, assumeSlotsReturn bool) PolicyVerdict {
+func (p *fakePolicies) ClusterHealth(self string, v View, assumeSlotsReturn bool, _ time.Time) PolicyVerdict {
 	p.rec.add("policies.ClusterHealth")
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -164,7 +164,7 @@ func (c *Coordinator) gatePolicyPreLock(_ context.Context, in *gateInput) GateRe
 }
 
 func (c *Coordinator) policyVerdict(in *gateInput, assumeSlotsReturn bool) GateResult {
-	v := c.Policies.ClusterHealth(c.opt.Node, in.view, assumeSlotsReturn)
+	v := c.Policies.ClusterHealth(c.opt.Node, in.view, assumeSlotsReturn, in.now)
 	if v.Allowed {
 		return pass("", v.Reason)
 	}

@@ -121,7 +121,7 @@ type Policies interface {
 	// ClusterHealth judges the cluster after self goes down. With
 	// assumeSlotsReturn, nodes in a slot count as healthy (pre-lock: a node
 	// may queue while another one reboots).
-	ClusterHealth(self string, v View, assumeSlotsReturn bool) PolicyVerdict
+	ClusterHealth(self string, v View, assumeSlotsReturn bool, now time.Time) PolicyVerdict
 }
 
 // NodeHealth is the local health test (systemd SystemState, optional
