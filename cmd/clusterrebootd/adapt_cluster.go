@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/clusterrebootd/clusterrebootd/lib/cluster"
@@ -17,6 +18,9 @@ type clusterPort struct {
 	aliveTTL   time.Duration
 	historyTTL time.Duration
 	lockTTL    time.Duration
+
+	mu         sync.Mutex
+	aliveLease map[string]int64 // from the last View: saves PublishAlive a Get
 }
 
 // mapErr wraps err with the coordinator sentinel matching its cluster one.
@@ -47,6 +51,12 @@ func (p *clusterPort) View(ctx context.Context) (co.View, error) {
 		return co.View{}, mapErr(err)
 	}
 	v := co.View{Revision: s.Revision}
+	p.mu.Lock()
+	p.aliveLease = make(map[string]int64, len(s.Alive))
+	for _, a := range s.Alive {
+		p.aliveLease[a.Node] = s.AliveLease(a.Node)
+	}
+	p.mu.Unlock()
 	for _, m := range s.Members {
 		v.Members = append(v.Members, m.Node)
 	}
@@ -82,7 +92,11 @@ func (p *clusterPort) PublishAlive(ctx context.Context, a co.Alive) error {
 	if err != nil {
 		return mapErr(err)
 	}
-	return mapErr(c.PublishAlive(ctx, cluster.Alive(a), p.aliveTTL))
+	p.mu.Lock()
+	hint := p.aliveLease[a.Node]
+	delete(p.aliveLease, a.Node) // a hint is used once; later calls look the lease up
+	p.mu.Unlock()
+	return mapErr(c.PublishAliveOn(ctx, cluster.Alive(a), p.aliveTTL, hint))
 }
 
 func (p *clusterPort) UpdateSlot(ctx context.Context, s co.Slot) (co.Slot, error) {

@@ -76,6 +76,15 @@ const leaseSlack = 5 // seconds
 // + Put if the lease vanished between the two. A lease abandoned because ttl
 // changed expires on its own.
 func (c *Client) PublishAlive(ctx context.Context, a Alive, ttl time.Duration) error {
+	return c.PublishAliveOn(ctx, a, ttl, 0)
+}
+
+// PublishAliveOn is PublishAlive with a hint: lease is the one the key had in
+// a recent Snapshot (Snapshot.AliveLease), so the Get is skipped and the call
+// costs 2 requests (KeepAliveOnce, Put). A hint of 0 means "unknown" and
+// costs the Get. A stale hint is harmless: a vanished lease is replaced by a
+// new grant, and a live one is refreshed before the key is attached to it.
+func (c *Client) PublishAliveOn(ctx context.Context, a Alive, ttl time.Duration, lease int64) error {
 	if a.UpdatedAt.IsZero() {
 		a.UpdatedAt = time.Now().UTC()
 	}
@@ -96,43 +105,46 @@ func (c *Client) PublishAlive(ctx context.Context, a Alive, ttl time.Duration) e
 	key := c.key(KeyAlive + a.Node)
 	op := "publish alive " + a.Node
 
-	lease, err := c.reusableLease(ctx, key, want)
+	id, err := c.reusableLease(ctx, key, want, clientv3.LeaseID(lease))
 	if err != nil {
 		return classify(ctx, op, err)
 	}
 	for attempt := 0; ; attempt++ {
-		if lease == clientv3.NoLease {
-			if lease, err = c.grant(ctx, want); err != nil {
+		if id == clientv3.NoLease {
+			if id, err = c.grant(ctx, want); err != nil {
 				return classify(ctx, op, err)
 			}
 		}
 		rctx, cancel := c.request(ctx)
-		_, err = c.cli.Put(rctx, key, val, clientv3.WithLease(lease))
+		_, err = c.cli.Put(rctx, key, val, clientv3.WithLease(id))
 		cancel()
 		if errors.Is(err, rpctypes.ErrLeaseNotFound) && attempt == 0 {
-			lease = clientv3.NoLease // expired between refresh and put
+			id = clientv3.NoLease // expired between refresh and put
 			continue
 		}
 		return classify(ctx, op, err)
 	}
 }
 
-// reusableLease returns the lease attached to key after refreshing it, or
-// NoLease when there is none worth reusing.
-func (c *Client) reusableLease(ctx context.Context, key string, want int64) (clientv3.LeaseID, error) {
+// reusableLease returns the lease attached to key (or hint, when not NoLease)
+// after refreshing it, or NoLease when there is none worth reusing.
+func (c *Client) reusableLease(ctx context.Context, key string, want int64, hint clientv3.LeaseID) (clientv3.LeaseID, error) {
+	id := hint
+	if id == clientv3.NoLease {
+		rctx, cancel := c.request(ctx)
+		// Not WithKeysOnly: etcd 3.7 answers keys-only ranges from its index,
+		// without the Lease field. The value is small.
+		resp, err := c.cli.Get(rctx, key)
+		cancel()
+		if err != nil {
+			return clientv3.NoLease, err
+		}
+		if len(resp.Kvs) == 0 || resp.Kvs[0].Lease == 0 {
+			return clientv3.NoLease, nil
+		}
+		id = clientv3.LeaseID(resp.Kvs[0].Lease)
+	}
 	rctx, cancel := c.request(ctx)
-	// Not WithKeysOnly: etcd 3.7 answers keys-only ranges from its index,
-	// without the Lease field. The value is small.
-	resp, err := c.cli.Get(rctx, key)
-	cancel()
-	if err != nil {
-		return clientv3.NoLease, err
-	}
-	if len(resp.Kvs) == 0 || resp.Kvs[0].Lease == 0 {
-		return clientv3.NoLease, nil
-	}
-	id := clientv3.LeaseID(resp.Kvs[0].Lease)
-	rctx, cancel = c.request(ctx)
 	defer cancel()
 	ka, err := c.cli.KeepAliveOnce(rctx, id)
 	if errors.Is(err, rpctypes.ErrLeaseNotFound) {

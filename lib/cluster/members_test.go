@@ -141,6 +141,49 @@ func TestPublishAliveReusesLease(t *testing.T) {
 	}
 }
 
+func TestPublishAliveOnHint(t *testing.T) {
+	e := newEnv(t)
+	ctx := ctxT(t)
+	const ttl = 30 * time.Second
+	key := e.P + "/alive/n1"
+	if err := e.c.PublishAlive(ctx, testAlive("n1"), ttl); err != nil {
+		t.Fatal(err)
+	}
+	snap, err := e.c.Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hint := snap.AliveLease("n1")
+	if hint == 0 || hint != e.get(t, key).Kvs[0].Lease {
+		t.Fatalf("snapshot lease hint %x, key has %x", hint, e.get(t, key).Kvs[0].Lease)
+	}
+	if snap.AliveLease("nobody") != 0 {
+		t.Fatal("hint for a node without an alive record")
+	}
+	// A valid hint is refreshed and reused.
+	if err := e.c.PublishAliveOn(ctx, testAlive("n1"), ttl, hint); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.get(t, key).Kvs[0].Lease; got != hint {
+		t.Fatalf("lease %x after a valid hint, want %x", got, hint)
+	}
+	// A stale hint (revoked lease, the key went with it) gets a new grant.
+	if _, err := e.raw.Revoke(ctx, clientv3.LeaseID(hint)); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.c.PublishAliveOn(ctx, testAlive("n1"), ttl, hint); err != nil {
+		t.Fatalf("stale hint: %v", err)
+	}
+	kv := e.get(t, key).Kvs
+	if len(kv) != 1 || kv[0].Lease == 0 || kv[0].Lease == hint {
+		t.Fatalf("after a stale hint: %+v", kv)
+	}
+	ttlResp, err := e.raw.TimeToLive(ctx, clientv3.LeaseID(kv[0].Lease))
+	if err != nil || ttlResp.TTL <= 0 {
+		t.Fatalf("new lease not alive: %+v, %v", ttlResp, err)
+	}
+}
+
 func TestPublishAliveValidates(t *testing.T) {
 	e := newEnv(t)
 	ctx := ctxT(t)

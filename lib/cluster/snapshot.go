@@ -18,7 +18,14 @@ type Snapshot struct {
 	Pause    *Pause
 	Settings *Settings
 	Queue    []LockWaiter // mutex queue, ordered by CreateRevision; [0] owns the mutex
+
+	aliveLease map[string]int64 // lease of each P/alive/<node> key
 }
+
+// AliveLease returns the lease the alive record of node was attached to at
+// the snapshot's revision (0 when there is no record). It is a hint for
+// PublishAliveOn: the lease may have expired since.
+func (s Snapshot) AliveLease(node string) int64 { return s.aliveLease[node] }
 
 // Slot returns the slot of node, if any.
 func (s Snapshot) Slot(node string) (Slot, bool) {
@@ -128,6 +135,10 @@ func (c *Client) addToSnapshot(snap *Snapshot, kv *mvccpb.KeyValue) error {
 				return err
 			}
 			snap.Alive = append(snap.Alive, a)
+			if snap.aliveLease == nil {
+				snap.aliveLease = make(map[string]int64)
+			}
+			snap.aliveLease[node] = kv.Lease
 		case KeySlots:
 			s, err := decodeSlot(key, node, kv.Value, kv.ModRevision)
 			if err != nil {
