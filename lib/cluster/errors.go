@@ -73,6 +73,10 @@ func classify(ctx context.Context, op string, err error) error {
 		}
 		return fmt.Errorf("cluster: %s: %w (%w)", op, ctx.Err(), err)
 	}
+	if errors.Is(err, rpctypes.ErrNoSpace) {
+		return fmt.Errorf("%w: %s: etcd is out of space (its quota-backend-bytes is reached; "+
+			"compact, defragment and `etcdctl alarm disarm`): %w", ErrUnavailable, op, err)
+	}
 	if isUnavailable(err) {
 		return fmt.Errorf("%w: %s: %w", ErrUnavailable, op, err)
 	}
