@@ -10,13 +10,21 @@ ETCD_BIN  := $(CURDIR)/$(BIN)/etcd
 FUZZTIME  ?= 5s
 export CGO_ENABLED = 0
 
-.PHONY: all build test unit fuzz lint demo bench clean etcd e2e verify-units package package-test release
+.PHONY: all build test unit fuzz lint demo bench clean etcd e2e verify-units package package-test release man
 
 all: build
 
 ## build: static, trimmed, version-stamped binary in bin/clusterrebootd
 build:
 	$(GO) build -trimpath -buildvcs=false -ldflags '$(LDFLAGS)' -o $(BIN)/clusterrebootd ./cmd/clusterrebootd
+
+## man: manual page and shell completions generated from the command line, in bin/ (as packaged)
+man: build
+	@mkdir -p $(BIN)/completions
+	SOURCE_DATE_EPOCH=$$(git log -1 --format=%ct 2>/dev/null || echo 0) $(BIN)/clusterrebootd gen-docs man > $(BIN)/clusterrebootd.8
+	$(BIN)/clusterrebootd gen-docs bash > $(BIN)/completions/clusterrebootd
+	$(BIN)/clusterrebootd gen-docs zsh > $(BIN)/completions/_clusterrebootd
+	$(BIN)/clusterrebootd gen-docs fish > $(BIN)/completions/clusterrebootd.fish
 
 ## etcd: the real etcd server built from its Go module (hack/ module) for tests
 etcd: $(ETCD_BIN)

@@ -29,4 +29,5 @@ type CLI struct {
 	Ack            AckCmd            `cmd:"" help:"Clear this node's reboot-loop guard after checking it."`
 	Forget         ForgetCmd         `cmd:"" help:"Remove a decommissioned node's registration."`
 	VersionCmd     VersionCmd        `cmd:"" name:"version" help:"Print version information."`
+	GenDocs        GenDocsCmd        `cmd:"" name:"gen-docs" hidden:"" help:"Write the man page or a shell completion script (build step)."`
 }

@@ -9,9 +9,11 @@
 #    so a tree without .git, e.g. a source tarball, builds the same bytes)
 #    into $OUT/build/linux_<arch>/;
 # 2. generates into $OUT/stage/ what the packages ship besides the tree: the
-#    Debian changelog (native package), the upstream CHANGELOG.md compressed,
-#    and go-modules.txt.gz (every Go module compiled into the binary with its
-#    licence texts, from the module cache);
+#    manual page clusterrebootd.8.gz and the bash, zsh and fish completions
+#    (`clusterrebootd gen-docs`, from the command-line model, with a binary
+#    for the build host), the Debian changelog (native package), the
+#    upstream CHANGELOG.md compressed, and go-modules.txt.gz (every Go module
+#    compiled into the binary with its licence texts, from the module cache);
 # 3. runs hack/nfpm (the nfpm library pinned in hack/go.mod) on
 #    packaging/nfpm.yaml.
 #
@@ -62,6 +64,24 @@ t1=$(date +%s)
 stage=$OUT/stage
 rm -rf "$stage"
 mkdir -p "$stage"
+
+# Manual page and shell completions, from the command-line model. The
+# output is the same for every architecture; a binary for the build host
+# writes it (the one just built when the host is among ARCHES). Dated by
+# SOURCE_DATE_EPOCH only.
+hostarch=$("$GO" env GOHOSTARCH)
+gen=$OUT/build/linux_$hostarch/clusterrebootd
+if [ "$("$GO" env GOHOSTOS)" != linux ] || [ ! -x "$gen" ] || ! grep -qw "$hostarch" <<<"$ARCHES"; then
+	gen=$OUT/build/host/clusterrebootd
+	mkdir -p "${gen%/*}"
+	CGO_ENABLED=0 GOOS= GOARCH= "$GO" build -trimpath -buildvcs=false -ldflags "$LDFLAGS" -o "$gen" ./cmd/clusterrebootd
+fi
+"$gen" gen-docs man | gzip -9n >"$stage/clusterrebootd.8.gz"
+"$gen" gen-docs bash >"$stage/clusterrebootd.bash"
+"$gen" gen-docs zsh >"$stage/_clusterrebootd"
+"$gen" gen-docs fish >"$stage/clusterrebootd.fish"
+log "generated the manual page and the bash, zsh and fish completions"
+
 maintainer=$(sed -n 's/^maintainer: "\(.*\)"$/\1/p' packaging/nfpm.yaml)
 [ -n "$maintainer" ] || {
 	log "no maintainer in packaging/nfpm.yaml"

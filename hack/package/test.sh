@@ -180,7 +180,10 @@ drwxr-xr-x /usr/share/doc/clusterrebootd
 drwxr-xr-x /usr/share/doc/clusterrebootd/docs
 $(for d in $docs; do echo "-rw-r--r-- /usr/share/doc/clusterrebootd/$d"; done)
 drwxr-xr-x /usr/share/doc/clusterrebootd/examples
--rw-r--r-- /usr/share/doc/clusterrebootd/examples/cluster-gate"
+-rw-r--r-- /usr/share/doc/clusterrebootd/examples/cluster-gate
+-rw-r--r-- /usr/share/man/man8/clusterrebootd.8.gz
+-rw-r--r-- /usr/share/bash-completion/completions/clusterrebootd
+-rw-r--r-- /usr/share/fish/vendor_completions.d/clusterrebootd.fish"
 expect_deb=$(sort <<EOF
 $common
 -rw-r--r-- /lib/systemd/system/clusterrebootd-check.service
@@ -188,6 +191,7 @@ $common
 -rw-r--r-- /usr/share/doc/clusterrebootd/copyright
 -rw-r--r-- /usr/share/doc/clusterrebootd/changelog.gz
 -rw-r--r-- /usr/share/lintian/overrides/clusterrebootd
+-rw-r--r-- /usr/share/zsh/vendor-completions/_clusterrebootd
 EOF
 )
 expect_rpm=$(sort <<EOF
@@ -196,11 +200,12 @@ $common
 -rw-r--r-- /usr/lib/systemd/system/clusterrebootd-check.timer
 drwxr-xr-x /usr/share/licenses/clusterrebootd
 -rw-r--r-- /usr/share/licenses/clusterrebootd/copyright
+-rw-r--r-- /usr/share/zsh/site-functions/_clusterrebootd
 EOF
 )
 # The parent directories (/usr, /lib/systemd, ...) are in the deb's data
 # tar as in every Debian package; only the package's own ones are compared.
-deb_parents='^d[^ ]* (/etc|/lib|/lib/systemd|/lib/systemd/system|/usr|/usr/bin|/usr/lib|/usr/lib/tmpfiles.d|/usr/share|/usr/share/doc|/usr/share/lintian|/usr/share/lintian/overrides)$'
+deb_parents='^d[^ ]* (/etc|/lib|/lib/systemd|/lib/systemd/system|/usr|/usr/bin|/usr/lib|/usr/lib/tmpfiles.d|/usr/share|/usr/share/doc|/usr/share/lintian|/usr/share/lintian/overrides|/usr/share/man|/usr/share/man/man8|/usr/share/bash-completion|/usr/share/bash-completion/completions|/usr/share/zsh|/usr/share/zsh/vendor-completions|/usr/share/fish|/usr/share/fish/vendor_completions.d)$'
 
 # A command line (not the printed hint) that enables or starts a unit.
 enabling='^[[:space:]]*(if[[:space:]]+!?[[:space:]]*)?(systemctl|deb-systemd-helper|deb-systemd-invoke)[^#]*[[:space:]](enable|start|restart|reenable|preset|unmask)([[:space:]]|$)'
@@ -250,6 +255,15 @@ for deb in *.deb; do
 	check_binary "$x/usr/bin/clusterrebootd" "$arch"
 	cmp -s "$x/etc/clusterrebootd/config.toml" "$root/packaging/config.toml" || fail "$deb: config.toml differs from packaging/config.toml"
 	cmp -s "$x/lib/systemd/system/clusterrebootd-check.service" "$root/units/clusterrebootd-check.service" || fail "$deb: service unit differs"
+	# Generated from the command-line model (gen-docs); lintian checks the
+	# man page with man --warnings.
+	man8=$(zcat "$x/usr/share/man/man8/clusterrebootd.8.gz")
+	grep -q '^\.TH CLUSTERREBOOTD 8 ' <<<"$man8" || fail "$deb: no clusterrebootd(8)"
+	grep -q 'validate\\-config' <<<"$man8" || fail "$deb: clusterrebootd(8) lacks the commands"
+	bash -n "$x/usr/share/bash-completion/completions/clusterrebootd" || fail "$deb: bash completion: syntax"
+	grep -q '^complete -F _clusterrebootd clusterrebootd$' "$x/usr/share/bash-completion/completions/clusterrebootd" || fail "$deb: bash completion not registered"
+	head -1 "$x/usr/share/zsh/vendor-completions/_clusterrebootd" | grep -qx '#compdef clusterrebootd' || fail "$deb: zsh completion: no #compdef"
+	grep -q '^complete -c clusterrebootd ' "$x/usr/share/fish/vendor_completions.d/clusterrebootd.fish" || fail "$deb: fish completion"
 	ok "$deb: control fields, conffiles, scripts, contents"
 done
 
