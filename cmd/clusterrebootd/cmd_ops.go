@@ -3,7 +3,30 @@ package main
 import (
 	"fmt"
 	"sort"
+	"strconv"
+
+	"github.com/clusterrebootd/clusterrebootd/lib/config"
 )
+
+// checkNodeArg refuses a node name from the command line that no node can
+// have (config.NamePattern, the syntax node_name must match): it would
+// become an etcd key segment (P/slots/<node>, P/members/<node>), so a name
+// with a slash, "..", a newline or a megabyte of text is bad input (exit 2)
+// and never reaches etcd.
+func checkNodeArg(cmd, node string) error {
+	if config.NamePattern.MatchString(node) {
+		return nil
+	}
+	shown := node
+	if len(shown) > 64 {
+		shown = shown[:64]
+	}
+	q := strconv.Quote(shown)
+	if len(shown) < len(node) {
+		q += fmt.Sprintf("… (%d bytes)", len(node))
+	}
+	return usageError("%s: %s is not a valid node name (%s)", cmd, q, config.NamePattern)
+}
 
 // PauseCmd sets the cluster-wide pause.
 type PauseCmd struct {
@@ -83,6 +106,11 @@ type ReleaseCmd struct {
 }
 
 func (r *ReleaseCmd) Run(e *Env) error {
+	if r.Node != "" {
+		if err := checkNodeArg("release --node", r.Node); err != nil {
+			return err
+		}
+	}
 	a, err := e.open()
 	if err != nil {
 		return err
@@ -142,6 +170,9 @@ type ForgetCmd struct {
 }
 
 func (f *ForgetCmd) Run(e *Env) error {
+	if err := checkNodeArg("forget", f.Node); err != nil {
+		return err
+	}
 	if e.G.DryRun {
 		fmt.Fprintf(e.Stdout, "dry run: would forget node %s\n", f.Node)
 		return nil

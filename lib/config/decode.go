@@ -352,11 +352,14 @@ func kindName(t reflect.Type) string {
 }
 
 // clip shortens s for an error message, keeping it valid UTF-8.
-func clip(s string) string {
-	if len(s) <= maxValueLen*2 {
+func clip(s string) string { return clipTo(s, maxValueLen*2) }
+
+// clipTo shortens s to at most n bytes plus "…", keeping it valid UTF-8.
+func clipTo(s string, n int) string {
+	if len(s) <= n {
 		return s
 	}
-	cut := maxValueLen * 2
+	cut := n
 	for cut > 0 && !utf8.RuneStart(s[cut]) {
 		cut--
 	}

@@ -11,6 +11,11 @@
 //     and an *Error listing every problem of every file, each naming the
 //     file, the line where known and the full dotted key. errors.Is(err,
 //     ErrInvalid) holds for every error Load returns.
+//   - A syntax error names the key defined on its line where that can be
+//     told (an out-of-range integer reads "file:3: lock.max_concurrent:
+//     syntax error: ..."). File names with control characters are quoted in
+//     messages, and keys and values are shortened, so that a hostile file
+//     can neither forge message lines nor flood the output.
 //   - Unknown keys are errors; keys that look like inline secrets are
 //     refused with a pointer to password_file, and their values never
 //     appear in a message.

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // ErrInvalid is matched (errors.Is) by every error Load returns: syntax
@@ -20,11 +22,13 @@ type Problem struct {
 }
 
 // String renders the problem as "file:line: key: msg"; the line and the key
-// are left out when unknown.
+// are left out when unknown. A file name with control characters (or that
+// is not UTF-8) is quoted like a Go string, so that it cannot forge further
+// lines of the message.
 func (p Problem) String() string {
 	var b strings.Builder
 	if p.File != "" {
-		b.WriteString(p.File)
+		b.WriteString(showPath(p.File))
 	} else {
 		b.WriteString("config")
 	}
@@ -39,6 +43,26 @@ func (p Problem) String() string {
 	}
 	b.WriteString(p.Msg)
 	return b.String()
+}
+
+// maxPathShown bounds how much of a file name a message shows: PATH_MAX, so
+// that any path the system can open is shown in full.
+const maxPathShown = 4096
+
+// showPath is p as a message shows it: unchanged when it is printable
+// UTF-8, else quoted (strconv.Quote) so that a newline in a directory or
+// file name cannot start a forged line; shortened beyond maxPathShown bytes.
+func showPath(p string) string {
+	p = clipTo(p, maxPathShown)
+	if !utf8.ValidString(p) {
+		return strconv.Quote(p)
+	}
+	for _, r := range p {
+		if unicode.IsControl(r) || r == '\u2028' || r == '\u2029' {
+			return strconv.Quote(p)
+		}
+	}
+	return p
 }
 
 // Error is the error Load returns: every problem found in every file, in

@@ -11,8 +11,9 @@ import (
 // index. keyLines therefore finds the line of each key with a small scanner
 // that understands [table] and [[array]] headers, dotted and quoted keys,
 // inline tables, (multi-line) arrays and (multi-line) strings. It only runs
-// on text the TOML parser accepted, and it gives up (keeping what it found)
-// at anything it does not understand: no line is better than a wrong line.
+// on text the TOML parser accepted (for keyAtLine: the text before the line
+// of a syntax error), and it gives up (keeping what it found) at anything it
+// does not understand: no line is better than a wrong line.
 
 const maxScanDepth = 32
 
@@ -22,6 +23,7 @@ type lineScanner struct {
 	line     int
 	lines    map[string]int
 	arrCount map[string]int // resolved path of an array of tables → elements so far
+	table    string         // the table the last header opened ("" at the top)
 	failed   bool
 }
 
@@ -36,6 +38,49 @@ func keyLines(data string) map[string]int {
 	}
 	sc.document()
 	return sc.lines
+}
+
+// keyAtLine names the key that line n (1-based) of data defines, for a
+// syntax error reported on that line: the table opened by the last header
+// before the line joined with the key path the line starts with, or the
+// table of a header on that line. It returns "" when the text before the
+// line cannot be scanned (the line is then inside a multi-line value, or the
+// scanner does not understand the file) or the line starts with no key.
+func keyAtLine(data string, n int) string {
+	if n < 1 {
+		return ""
+	}
+	start := 0
+	for k := 1; k < n; k++ {
+		i := strings.IndexByte(data[start:], '\n')
+		if i < 0 {
+			return ""
+		}
+		start += i + 1
+	}
+	sc := &lineScanner{s: data[:start], line: 1, lines: map[string]int{}, arrCount: map[string]int{}}
+	sc.document()
+	if sc.failed {
+		return ""
+	}
+	line := data[start:]
+	if i := strings.IndexByte(line, '\n'); i >= 0 {
+		line = line[:i]
+	}
+	ls := &lineScanner{s: line, line: n, lines: map[string]int{}, arrCount: sc.arrCount}
+	ls.skipBlank()
+	if ls.peek() == '[' {
+		if t := ls.header(); !ls.failed {
+			return t
+		}
+		return ""
+	}
+	segs := ls.keyPath()
+	ls.skipBlank()
+	if ls.failed || len(segs) == 0 || ls.peek() != '=' {
+		return ""
+	}
+	return joinKey(sc.table, joinSegs(segs))
 }
 
 func (sc *lineScanner) set(key string) {
@@ -77,14 +122,13 @@ func (sc *lineScanner) skipSpace() {
 }
 
 func (sc *lineScanner) document() {
-	table := ""
 	for !sc.failed {
 		sc.skipSpace()
 		if sc.i >= len(sc.s) {
 			return
 		}
 		if sc.peek() == '[' {
-			table = sc.header()
+			sc.table = sc.header()
 			continue
 		}
 		segs := sc.keyPath()
@@ -94,7 +138,7 @@ func (sc *lineScanner) document() {
 		}
 		sc.i++
 		// Every prefix of a dotted key is (implicitly) defined here too.
-		key := table
+		key := sc.table
 		for _, seg := range segs {
 			key = joinKey(key, formatSeg(seg))
 			sc.set(key)

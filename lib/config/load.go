@@ -11,6 +11,7 @@ import (
 	"reflect"
 	"sort"
 	"strings"
+	"syscall"
 
 	"github.com/BurntSushi/toml"
 )
@@ -137,7 +138,12 @@ type loader struct {
 	nodeFromHost bool // node_name was taken from Options.Hostname
 }
 
-func (l *loader) add(p Problem) { l.probs = append(l.probs, p) }
+// add records a problem. A key is shortened like a value (a hostile file
+// may use a megabyte-long key name).
+func (l *loader) add(p Problem) {
+	p.Key = clip(p.Key)
+	l.probs = append(l.probs, p)
+}
 
 // setOrigin records that file f set key (successfully): problems of the
 // merged result involving key are reported there, and a rejected value of
@@ -288,6 +294,7 @@ func (l *loader) loadFile(path string, cfg *Config) {
 		var pe toml.ParseError
 		if errors.As(perr, &pe) {
 			p.Line = errorLine(data, pe.Position)
+			p.Key = keyAtLine(string(data), p.Line)
 			p.Msg = "syntax error: " + clip(pe.Message)
 		}
 		l.add(p)
@@ -340,7 +347,11 @@ func parseTOML(data []byte) (tree map[string]any, err error) {
 }
 
 // readFile reads a configuration file of at most MaxFileSize bytes. A
-// symlink to /dev/null reads as an empty file.
+// symlink to /dev/null reads as an empty file. Anything else that is not a
+// regular file is refused before it is opened (opening a device can have
+// effects of its own), and again after: the file is opened non-blocking and
+// checked through its descriptor, so a FIFO swapped in between can neither
+// hang nor be read.
 func readFile(path string) ([]byte, error) {
 	fi, err := os.Stat(path)
 	if err != nil {
@@ -350,16 +361,22 @@ func readFile(path string) ([]byte, error) {
 		if real, err := filepath.EvalSymlinks(path); err == nil && real == os.DevNull {
 			return nil, nil
 		}
-		return nil, fmt.Errorf("not a regular file (%s)", fi.Mode().Type())
+		return nil, notRegular(fi.Mode())
 	}
-	if fi.Size() > MaxFileSize {
-		return nil, fmt.Errorf("file too large (%d bytes; at most %d)", fi.Size(), MaxFileSize)
-	}
-	fh, err := os.Open(path)
+	fh, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, errors.New("cannot read: " + errText(err))
 	}
 	defer fh.Close()
+	if fi, err = fh.Stat(); err != nil {
+		return nil, errors.New("cannot read: " + errText(err))
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, notRegular(fi.Mode())
+	}
+	if fi.Size() > MaxFileSize {
+		return nil, fmt.Errorf("file too large (%d bytes; at most %d)", fi.Size(), MaxFileSize)
+	}
 	data, err := io.ReadAll(io.LimitReader(fh, MaxFileSize+1))
 	if err != nil {
 		return nil, errors.New("cannot read: " + errText(err))
@@ -368,6 +385,24 @@ func readFile(path string) ([]byte, error) {
 		return nil, fmt.Errorf("file too large (more than %d bytes)", MaxFileSize)
 	}
 	return data, nil
+}
+
+// notRegular describes a file that is not a regular file.
+func notRegular(m fs.FileMode) error {
+	kind := "mode " + m.Type().String()
+	switch {
+	case m.IsDir():
+		kind = "a directory"
+	case m&fs.ModeNamedPipe != 0:
+		kind = "a FIFO"
+	case m&fs.ModeSocket != 0:
+		kind = "a socket"
+	case m&fs.ModeCharDevice != 0:
+		kind = "a character device"
+	case m&fs.ModeDevice != 0:
+		kind = "a block device"
+	}
+	return fmt.Errorf("not a regular file (%s)", kind)
 }
 
 // errText is err without the path, which the Problem already names.

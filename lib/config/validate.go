@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -401,18 +402,19 @@ func (l *loader) readable(path, key string) (os.FileInfo, bool) {
 		l.check(false, key, "must be an absolute path, not %q", clip(path))
 		return nil, false
 	}
+	shown := showPath(clip(path))
 	fi, err := os.Stat(path)
 	if err != nil {
-		l.check(false, key, "%s: %s", clip(path), errText(err))
+		l.check(false, key, "%s: %s", shown, errText(err))
 		return nil, false
 	}
 	if !fi.Mode().IsRegular() {
-		l.check(false, key, "%s: not a regular file", clip(path))
+		l.check(false, key, "%s: %s", shown, notRegular(fi.Mode()))
 		return nil, false
 	}
-	fh, err := os.Open(path)
+	fh, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
-		l.check(false, key, "%s: %s", clip(path), errText(err))
+		l.check(false, key, "%s: %s", shown, errText(err))
 		return nil, false
 	}
 	_ = fh.Close()
@@ -426,6 +428,6 @@ func (l *loader) secretFile(path, key string) {
 		return
 	}
 	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
-		l.check(false, key, "%s: mode %04o is too open; it holds a secret and must be 0600 or stricter", clip(path), perm)
+		l.check(false, key, "%s: mode %04o is too open; it holds a secret and must be 0600 or stricter", showPath(clip(path)), perm)
 	}
 }

@@ -22,13 +22,13 @@ func TestProblems(t *testing.T) {
 		{"syntax error", map[string]string{m: "cluster = \"a\"\n\n[lock\nttl = \"5s\"\n"},
 			nil, nil, []want{{m, 3, "", "syntax error"}}},
 		{"syntax error in drop-in", map[string]string{m: "cluster = \"a\"\n", d: "a = 1\na = 2\n"},
-			nil, nil, []want{{d, 2, "", "syntax error"}}},
+			nil, nil, []want{{d, 2, "a", "syntax error"}}},
 		{"binary file", map[string]string{m: "\x00\x01\x02\xff\xfe garbage"},
 			nil, nil, []want{{m, 1, "", "syntax error"}}},
 		{"unexpected end of file", map[string]string{m: "cluster = \"a\"\nx = [1,\n2,\n"},
 			nil, nil, []want{{m, 3, "", "syntax error"}}},
 		{"invalid utf-8", map[string]string{m: "cluster = \"a\xffb\"\n"},
-			nil, nil, []want{{m, 1, "", "syntax error"}}},
+			nil, nil, []want{{m, 1, "cluster", "syntax error"}}},
 
 		// Unknown keys and inline secrets.
 		{"unknown top-level key", map[string]string{m: "cluster = \"a\"\nclustr = \"b\"\n"},

@@ -4,15 +4,42 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Operator actions. Each is one bounded change with a log line (and, for
 // slots, a history entry) saying who did it.
 
-// Pause sets the cluster-wide pause.
+// MaxPauseReason bounds the length in bytes of a pause reason: it is stored
+// in etcd and shown by every status and blocked run.
+const MaxPauseReason = 1024
+
+// checkPauseReason refuses an empty, oversized, non-UTF-8 or multi-line
+// reason, or one with control characters: status prints it on one line,
+// where a newline could forge further lines.
+func checkPauseReason(reason string) string {
+	switch {
+	case reason == "":
+		return "a reason is required"
+	case len(reason) > MaxPauseReason:
+		return fmt.Sprintf("the reason is too long (%d bytes; at most %d)", len(reason), MaxPauseReason)
+	case !utf8.ValidString(reason):
+		return "the reason is not valid UTF-8"
+	}
+	for _, r := range reason {
+		if unicode.IsControl(r) || r == '\u2028' || r == '\u2029' {
+			return fmt.Sprintf("the reason must be one line of printable text, not contain %U", r)
+		}
+	}
+	return ""
+}
+
+// Pause sets the cluster-wide pause. The reason must be one line of
+// printable UTF-8 of at most MaxPauseReason bytes (CodeConfig otherwise).
 func (c *Coordinator) Pause(ctx context.Context, reason, by string) error {
-	if reason == "" {
-		return &Error{Code: CodeConfig, Gate: "pause", Reason: "a reason is required"}
+	if msg := checkPauseReason(reason); msg != "" {
+		return &Error{Code: CodeConfig, Gate: "pause", Reason: msg}
 	}
 	if err := c.Cluster.SetPause(ctx, Pause{Reason: reason, By: by, At: c.Now()}); err != nil {
 		return failure("etcd", err)

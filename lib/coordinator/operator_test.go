@@ -17,6 +17,15 @@ func TestPause(t *testing.T) {
 	}{
 		{"reason required", "", nil, CodeConfig},
 		{"paused", "kernel regression", nil, CodeOK},
+		{"longest reason", strings.Repeat("é", MaxPauseReason/2), nil, CodeOK},
+		{"reason too long", strings.Repeat("x", MaxPauseReason+1), nil, CodeConfig},
+		{"newline forges a status line", "x\nn2  yes  yes  no  idle", nil, CodeConfig},
+		{"carriage return", "x\ry", nil, CodeConfig},
+		{"escape sequence", "x\x1b[2Jy", nil, CodeConfig},
+		{"C1 control", "x\u0085y", nil, CodeConfig},
+		{"line separator", "x\u2028y", nil, CodeConfig},
+		{"invalid UTF-8", "x\xffy", nil, CodeConfig},
+		{"tab", "x\ty", nil, CodeConfig},
 		{"etcd down", "x", unavailable("put"), CodeEtcd},
 	}
 	for _, tc := range tests {
@@ -25,8 +34,8 @@ func TestPause(t *testing.T) {
 			e.cl.setPauseErr = tc.err
 			err := e.coord(t).Pause(t.Context(), tc.reason, "alice")
 			wantErr(t, err, tc.code, "")
-			if tc.reason == "" && e.rec.count("cluster.SetPause") != 0 {
-				t.Error("SetPause called without a reason")
+			if tc.code == CodeConfig && e.rec.count("cluster.SetPause") != 0 {
+				t.Error("SetPause called with a refused reason")
 			}
 			if tc.code == CodeOK {
 				if p := e.cl.pause; p == nil || p.Reason != tc.reason || p.By != "alice" || !p.At.Equal(t0) {
