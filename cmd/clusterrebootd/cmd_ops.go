@@ -216,7 +216,7 @@ func (v *ValidateConfigCmd) Run(e *Env) error {
 		_, err = e.Stdout.Write(out)
 		return err
 	}
-	fmt.Fprintf(e.Stdout, "configuration ok (%d file(s): %v)\n", len(cfg.Files), cfg.Files)
+	fmt.Fprintf(e.Stdout, "configuration ok (%d file(s): %q)\n", len(cfg.Files), cfg.Files)
 	return nil
 }
 

@@ -204,9 +204,18 @@ func nodeMatches(got, want string) error {
 		return errors.New("node missing")
 	}
 	if got != want {
-		return fmt.Errorf("node %q does not match the key's node %q", got, want)
+		return fmt.Errorf("node %q does not match the key's node %q", clip(got), clip(want))
 	}
 	return nil
+}
+
+// clip shortens a value quoted in an error: a corrupt record may be huge.
+func clip(s string) string {
+	const max = 128
+	if len(s) <= max {
+		return s
+	}
+	return s[:max] + "…"
 }
 
 // strictUnmarshal decodes exactly one JSON value into v: unknown fields and

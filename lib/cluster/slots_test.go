@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 )
@@ -98,5 +99,17 @@ func TestUpdateAndReleaseSlotGuarded(t *testing.T) {
 	}
 	if _, err := e.c.UpdateSlot(ctx, updated); !errors.Is(err, ErrConflict) {
 		t.Fatalf("UpdateSlot of a released slot: %v, want ErrConflict", err)
+	}
+}
+
+// A corrupt record can be huge; the error quoting it stays short.
+func TestCorruptHugeNodeIsClipped(t *testing.T) {
+	huge := strings.Repeat("n", 1<<20)
+	_, err := decodeAlive("/clusterrebootd/c/alive/n1", "n1", []byte(`{"node":"`+huge+`"}`))
+	if err == nil {
+		t.Fatal("a record of another node decoded")
+	}
+	if len(err.Error()) > 1024 || !strings.Contains(err.Error(), "/clusterrebootd/c/alive/n1") {
+		t.Fatalf("error of %d bytes (want < 1 KiB, naming the key): %.200s", len(err.Error()), err)
 	}
 }

@@ -60,9 +60,13 @@ func (c *Coordinator) Resume(ctx context.Context, by string) (bool, error) {
 
 // SetMax sets the cluster-wide max_concurrent (the effective limit is the
 // smaller of it and each node's configuration).
+// MaxSetMax is the largest cluster-wide max_concurrent, the same bound as
+// the config's lock.max_concurrent.
+const MaxSetMax = 10000
+
 func (c *Coordinator) SetMax(ctx context.Context, n int, by string) error {
-	if n < 1 {
-		return &Error{Code: CodeConfig, Gate: "set-max", Reason: fmt.Sprintf("max_concurrent must be >= 1, got %d", n)}
+	if n < 1 || n > MaxSetMax {
+		return &Error{Code: CodeConfig, Gate: "set-max", Reason: fmt.Sprintf("max_concurrent must be between 1 and %d, got %d", MaxSetMax, n)}
 	}
 	if err := c.Cluster.SetMaxConcurrent(ctx, n); err != nil {
 		return failure("etcd", err)
@@ -82,7 +86,8 @@ func (c *Coordinator) Release(ctx context.Context, node, by string) (Slot, error
 	}
 	slot, ok := view.SlotOf(node)
 	if !ok {
-		return Slot{}, &Error{Code: CodeInternal, Gate: "release", Reason: fmt.Sprintf("node %q holds no slot", node), Err: ErrNoSlot}
+		// The operator named a node without a slot: bad input, not a failure.
+		return Slot{}, &Error{Code: CodeConfig, Gate: "release", Reason: fmt.Sprintf("node %q holds no slot (see `clusterrebootd status`)", node), Err: ErrNoSlot}
 	}
 	ev := HistoryEvent{Event: EventReleased, Node: node, Reason: "released by operator: " + slot.Reason, By: by, BootID: slot.BootID, At: c.Now()}
 	if err := c.Cluster.ReleaseSlot(ctx, slot, ev); err != nil {

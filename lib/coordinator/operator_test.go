@@ -69,6 +69,8 @@ func TestSetMax(t *testing.T) {
 	}{
 		{0, nil, CodeConfig},
 		{-3, nil, CodeConfig},
+		{MaxSetMax + 1, nil, CodeConfig},
+		{MaxSetMax, nil, CodeOK},
 		{1, nil, CodeOK},
 		{5, nil, CodeOK},
 		{2, unavailable("put"), CodeEtcd},
@@ -90,7 +92,7 @@ func TestRelease(t *testing.T) {
 	t.Run("no slot", func(t *testing.T) {
 		e := newEnv()
 		_, err := e.coord(t).Release(t.Context(), "n2", "ops")
-		ce := wantErr(t, err, CodeInternal, "release")
+		ce := wantErr(t, err, CodeConfig, "release")
 		if !errors.Is(err, ErrNoSlot) || !strings.Contains(ce.Reason, `"n2"`) {
 			t.Errorf("err = %v", err)
 		}

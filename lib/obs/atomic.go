@@ -97,11 +97,18 @@ func ReadJSON(path string, v any, maxBytes int64) error {
 	if maxBytes <= 0 {
 		return fmt.Errorf("obs: read %s: maxBytes must be positive, got %d", path, maxBytes)
 	}
-	f, err := os.Open(path)
+	// O_NONBLOCK: a FIFO put in the file's place must not hang the run; it
+	// is refused below as not a regular file.
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return fmt.Errorf("obs: read %s: %w", path, err)
 	}
 	defer f.Close()
+	if fi, err := f.Stat(); err != nil {
+		return fmt.Errorf("obs: read %s: %w", path, err)
+	} else if !fi.Mode().IsRegular() {
+		return fmt.Errorf("%w: %s: not a regular file (%s)", ErrCorruptState, path, fi.Mode().Type())
+	}
 	limit := maxBytes
 	if limit < math.MaxInt64 {
 		limit++ // one byte more tells "exactly maxBytes" from "too large"

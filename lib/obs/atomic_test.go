@@ -280,6 +280,14 @@ func TestWriteJSONAtomicUnencodable(t *testing.T) {
 	wantOnly(t, dir)
 }
 
+func mkfifo(t *testing.T, path string) string {
+	t.Helper()
+	if err := syscall.Mkfifo(path, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
 func TestReadJSON(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name, content string) string {
@@ -310,7 +318,8 @@ func TestReadJSON(t *testing.T) {
 		{"garbage", write("garbage.json", "\x00\x01not json"), 1 << 10, false, true, false, testState{}},
 		{"trailing data", write("trailing.json", good+"}"), 1 << 10, false, true, false, testState{}},
 		{"wrong type", write("type.json", `{"reboots":"many"}`), 1 << 10, false, true, false, testState{}},
-		{"directory", dir, 1 << 10, false, false, true, testState{}},
+		{"directory", dir, 1 << 10, false, true, false, testState{}},
+		{"fifo (must not block)", mkfifo(t, filepath.Join(dir, "fifo.json")), 1 << 10, false, true, false, testState{}},
 		{"zero max", write("zero.json", good), 0, false, false, true, testState{}},
 	}
 	for _, tt := range tests {
