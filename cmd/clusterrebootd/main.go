@@ -49,7 +49,7 @@ func run(args []string) int {
 		kctx, err := parser.Parse(args)
 		if err != nil {
 			// Bad command line: bad input, exit 2 like a bad config.
-			fmt.Fprintf(os.Stderr, "clusterrebootd: %v\nRun 'clusterrebootd --help' for usage.\n", err)
+			fmt.Fprintf(os.Stderr, "clusterrebootd: %s\nRun 'clusterrebootd --help' for usage.\n", clipArg(err.Error()))
 			return 2
 		}
 		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
@@ -59,6 +59,16 @@ func run(args []string) int {
 		return exitCodeOf(err, env)
 	}()
 	return code
+}
+
+// clipArg shortens a parse error: kong quotes the refused value, which may
+// be arbitrarily long.
+func clipArg(msg string) string {
+	const max = 512
+	if len(msg) <= max {
+		return msg
+	}
+	return msg[:max] + "… (truncated)"
 }
 
 // exitCode carries kong's exit request through the panic/recover above, so

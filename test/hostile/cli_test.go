@@ -128,7 +128,9 @@ func testOperatorArgs(t *testing.T, endpoints []string) {
 	t.Run("log format 100 KB", func(t *testing.T) {
 		r := n.run("--log-format", strings.Repeat("x", 100<<10), "status")
 		expect(t, r, exitConfig, []string{"--log-format must be one of"})
-		knownBug(t, len(r.out()) < 8192, "a refused --log-format is echoed in full (%d bytes of output)", len(r.out()))
+		if len(r.out()) >= 8192 {
+			t.Errorf("a refused --log-format is echoed in full (%d bytes of output)", len(r.out()))
+		}
 	})
 	t.Run("history since 100 KB", func(t *testing.T) {
 		r := n.run("history", "--since", strings.Repeat("9", 100<<10))
