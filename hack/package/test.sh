@@ -181,6 +181,7 @@ drwxr-xr-x /usr/share/doc/clusterrebootd/docs
 $(for d in $docs; do echo "-rw-r--r-- /usr/share/doc/clusterrebootd/$d"; done)
 drwxr-xr-x /usr/share/doc/clusterrebootd/examples
 -rw-r--r-- /usr/share/doc/clusterrebootd/examples/cluster-gate
+-rw-r--r-- /usr/share/doc/clusterrebootd/examples/cluster-gate.env
 -rw-r--r-- /usr/share/man/man8/clusterrebootd.8.gz
 -rw-r--r-- /usr/share/bash-completion/completions/clusterrebootd
 -rw-r--r-- /usr/share/fish/vendor_completions.d/clusterrebootd.fish"
