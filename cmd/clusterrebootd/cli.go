@@ -20,6 +20,7 @@ type CLI struct {
 	Check          CheckCmd          `cmd:"" help:"Detect, release this node's slot after a reboot, run the pre-lock gates and start the lock holder when a reboot is due (what the timer runs)."`
 	Hold           HoldCmd           `cmd:"" help:"Run the lock holder: queue on the cluster mutex, re-check every gate under the lock, take a fenced slot and reboot."`
 	Status         StatusCmd         `cmd:"" help:"Show the cluster: every node, its state, slot, queue position and why it is not rebooting."`
+	History        HistoryCmd        `cmd:"" help:"List the coordinated reboots recorded in etcd: when requested, node, time down and result."`
 	Simulate       SimulateCmd       `cmd:"" help:"Evaluate every gate of a real run read-only and print the exit code a real run would give."`
 	ValidateConfig ValidateConfigCmd `cmd:"" name:"validate-config" help:"Check the configuration (and drop-ins) without side effects."`
 	Pause          PauseCmd          `cmd:"" help:"Pause all reboots in the cluster (kill switch in etcd)."`

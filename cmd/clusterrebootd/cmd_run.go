@@ -29,7 +29,10 @@ func (c *CheckCmd) Run(e *Env) error {
 		return fmt.Errorf("check lock: %w", err)
 	}
 	defer lock.Unlock()
-	return a.coord.Check(e.Ctx)
+	a.metrics.start()
+	err = a.coord.Check(e.Ctx)
+	a.metrics.end(e.Ctx, err)
+	return err
 }
 
 // HoldCmd is the lock holder.
@@ -50,7 +53,10 @@ func (h *HoldCmd) Run(e *Env) error {
 		return fmt.Errorf("hold lock: %w", err)
 	}
 	defer lock.Unlock()
-	return a.coord.Hold(e.Ctx)
+	a.metrics.start()
+	err = a.coord.Hold(e.Ctx)
+	a.metrics.end(e.Ctx, err)
+	return err
 }
 
 // open loads the config, builds the logger and wires the coordinator.

@@ -22,6 +22,9 @@ type StatusCmd struct {
 }
 
 func (s *StatusCmd) Run(e *Env) error {
+	if s.History < 0 {
+		return usageError("status --history: %s is negative; give how far back to look", s.History)
+	}
 	a, err := e.open()
 	if err != nil {
 		return err
@@ -34,7 +37,7 @@ func (s *StatusCmd) Run(e *Env) error {
 	// Best effort: without systemd (containers, the demo) there is no timer.
 	mgr := systemd.Manager{Timeout: a.cfg.Systemd.DBusTimeout.Std()}
 	if next, err := mgr.NextElapse(e.Ctx, checkTimerUnit); err == nil {
-		st.NextCheck = next
+		st.SetNextCheck(a.cfg.NodeName, next)
 	} else {
 		a.log.Debug("no check timer to report", "error", err)
 	}
@@ -80,7 +83,11 @@ func printStatus(w io.Writer, st co.Status) {
 		if state == "" {
 			state = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", n.Node, yesNo(n.Alive), yesNo(n.Healthy),
+		name := n.Node
+		if n.Node == st.Self {
+			name += " *" // this node
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", name, yesNo(n.Alive), yesNo(n.Healthy),
 			yesNo(n.RebootRequired), state, slot, queue, last, oneLine(n.Why))
 	}
 	tw.Flush()

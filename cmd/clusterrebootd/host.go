@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -82,25 +83,88 @@ func (h hostPort) MarkRebooted(at time.Time) error {
 }
 
 // stateFile is coordinator.StateStore: JSON in [paths].state_dir, written
-// atomically.
+// atomically. The file also keeps the node's metrics (metricsStore), so every
+// write is a read-modify-write under an flock on <path>.lock: the check, the
+// holder and operator commands may run at the same time and never lose each
+// other's part.
 type stateFile struct{ path string }
 
-const maxStateBytes = 1 << 20
+const (
+	maxStateBytes = 1 << 20
+	// stateLockWait bounds the wait for another process's state write
+	// (a read and an atomic write of a small file).
+	stateLockWait = 5 * time.Second
+)
+
+// stateDoc is the state file: the coordinator's State and, as raw JSON, the
+// metrics. Keeping them raw means a metrics section this version cannot
+// read never stops the coordinator from loading its state, and a State
+// write never drops the metrics. Files written before metrics existed load
+// as they are.
+type stateDoc struct {
+	co.State
+	Metrics json.RawMessage `json:"metrics,omitempty"`
+}
 
 func (s stateFile) Load() (co.State, error) {
-	var st co.State
-	err := obs.ReadJSON(s.path, &st, maxStateBytes)
+	doc, err := s.read()
+	return doc.State, err
+}
+
+// read returns the whole file; a missing file is an empty document.
+func (s stateFile) read() (stateDoc, error) {
+	var doc stateDoc
+	err := obs.ReadJSON(s.path, &doc, maxStateBytes)
 	if errors.Is(err, fs.ErrNotExist) {
-		return co.State{}, nil
+		return stateDoc{}, nil
 	}
-	return st, err
+	return doc, err
 }
 
 func (s stateFile) Save(st co.State) error {
+	ctx, cancel := context.WithTimeout(context.Background(), stateLockWait)
+	defer cancel()
+	l, err := s.lock(ctx)
+	if err != nil {
+		return err
+	}
+	defer l.Unlock()
+	doc, err := s.read()
+	if err != nil {
+		// Unreadable: the coordinator's new State replaces it (as before
+		// metrics were kept here); the metrics start again from zero.
+		doc = stateDoc{}
+	}
+	doc.State = st
+	return s.write(doc)
+}
+
+// write stores doc; the caller holds the lock.
+func (s stateFile) write(doc stateDoc) error {
 	if err := os.MkdirAll(filepath.Dir(s.path), 0o755); err != nil {
 		return err
 	}
-	return obs.WriteJSONAtomic(s.path, st, 0o644)
+	return obs.WriteJSONAtomic(s.path, doc, 0o644)
+}
+
+// lock takes the state file's lock, waiting until ctx ends.
+func (s stateFile) lock(ctx context.Context) (*flock, error) {
+	return waitLock(ctx, s.path+".lock")
+}
+
+// waitLock takes an exclusive flock on path, polling until ctx ends.
+func waitLock(ctx context.Context, path string) (*flock, error) {
+	for {
+		l, err := tryLock(path)
+		if !errors.Is(err, errLocked) {
+			return l, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("lock %s: %w", path, context.Cause(ctx))
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
 }
 
 // flock is a host-local exclusive lock on a file in the run directory.

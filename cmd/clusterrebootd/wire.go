@@ -9,12 +9,14 @@ import (
 	"path/filepath"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/clusterrebootd/clusterrebootd/lib/cluster"
 	"github.com/clusterrebootd/clusterrebootd/lib/config"
 	co "github.com/clusterrebootd/clusterrebootd/lib/coordinator"
 	"github.com/clusterrebootd/clusterrebootd/lib/detect"
 	"github.com/clusterrebootd/clusterrebootd/lib/gate"
+	"github.com/clusterrebootd/clusterrebootd/lib/metrics"
 	"github.com/clusterrebootd/clusterrebootd/lib/reboot"
 	"github.com/clusterrebootd/clusterrebootd/lib/systemd"
 )
@@ -35,6 +37,7 @@ type app struct {
 	log     *slog.Logger
 	coord   *co.Coordinator
 	cluster *lazyCluster
+	metrics *metricsPort // started by check and hold only
 }
 
 func (a *app) Close() { a.cluster.close() }
@@ -52,15 +55,16 @@ func (e *Env) wire(cfg *config.Config, log *slog.Logger) (*app, error) {
 		return nil, err
 	}
 	w.fg.hold = coord.Hold
-	return &app{cfg: cfg, log: log, coord: coord, cluster: w.lazy}, nil
+	return &app{cfg: cfg, log: log, coord: coord, cluster: w.lazy, metrics: w.metrics}, nil
 }
 
 // wiring is the coordinator's options and adapters before construction.
 type wiring struct {
-	opts co.Options
-	deps co.Deps
-	lazy *lazyCluster
-	fg   *foregroundHolder
+	opts    co.Options
+	deps    co.Deps
+	lazy    *lazyCluster
+	fg      *foregroundHolder
+	metrics *metricsPort
 }
 
 // assemble converts the configuration into each package's options.
@@ -130,6 +134,9 @@ func assemble(cfg *config.Config, log *slog.Logger, holderArgv []string, notifie
 		Cluster: cfg.Cluster, Logger: log,
 	}}
 	port := &clusterPort{lazy: lc, aliveTTL: cfg.AliveTTL.Std(), historyTTL: cfg.HistoryTTL.Std(), lockTTL: cfg.Lock.TTL.Std()}
+	state := stateFile{path: filepath.Join(cfg.Paths.StateDir, stateFileName)}
+	mp := &metricsPort{textfile: cfg.Metrics.Textfile, state: state, log: log, now: time.Now,
+		labels: metrics.Labels{Cluster: cfg.Cluster, Node: cfg.NodeName, Version: version}}
 
 	return &wiring{opts: co.Options{
 		Node: cfg.NodeName, Cluster: cfg.Cluster, Version: version, Kernel: kernelRelease(),
@@ -140,15 +147,16 @@ func assemble(cfg *config.Config, log *slog.Logger, holderArgv []string, notifie
 		RespectInhibitors: cfg.Reboot.RespectInhibitors, KillSwitchPath: cfg.Paths.KillSwitch,
 		CleanupTimeout: cfg.Etcd.RequestTimeout.Std() * 2,
 	}, deps: co.Deps{
-		Cluster: port, Detector: detectPort{detectors}, Script: script, Windows: windowPort{schedule},
+		Cluster: port, Detector: detectPort{detectors}, Script: scriptMetrics{next: script, m: mp, configured: cfg.Health.Script != ""},
+		Windows:  windowPort{schedule},
 		Policies: policyPort{p: policy},
 		NodeHealth: gate.NodeHealth{States: cfg.Health.HealthyStates, SystemState: systemd.Manager{Timeout: cfg.Systemd.DBusTimeout.Std()}.SystemState,
 			Command: cfg.Health.NodeHealthCommand, Timeout: cfg.Health.Timeout.Std()},
 		Rebooter: rebooter, Inhibitors: inhibitors, Holder: holder, Notify: notifier,
-		Host:   hostPort{bootIDPath: cfg.Paths.BootID, killSwitch: cfg.Paths.KillSwitch, runDir: cfg.Paths.RunDir},
-		State:  stateFile{path: filepath.Join(cfg.Paths.StateDir, stateFileName)},
+		Host:  hostPort{bootIDPath: cfg.Paths.BootID, killSwitch: cfg.Paths.KillSwitch, runDir: cfg.Paths.RunDir},
+		State: state, Recorder: mp,
 		Logger: log,
-	}, lazy: lc, fg: fg}, nil
+	}, lazy: lc, fg: fg, metrics: mp}, nil
 }
 
 // lazyCluster dials etcd on first use and keeps the client for the run.

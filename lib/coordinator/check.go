@@ -42,6 +42,7 @@ func (c *Coordinator) Check(ctx context.Context) error {
 		if err := c.Cluster.PublishAlive(pctx, alive); err != nil {
 			c.log.Warn("could not publish alive record", "error", err)
 		}
+		c.recorder().Observed(observe(alive, view, c.opt.Node, alive.UpdatedAt))
 	}
 	defer func() {
 		if !holderOwnsRecord {
@@ -51,6 +52,9 @@ func (c *Coordinator) Check(ctx context.Context) error {
 
 	if slot, ok := view.SlotOf(c.opt.Node); ok {
 		held, err := c.postBoot(ctx, slot, bootID, &alive)
+		if !held && slot.BootID != bootID {
+			c.recorder().RebootCompleted() // released after a new boot (a state-file error may follow)
+		}
 		if err != nil || held {
 			return err
 		}

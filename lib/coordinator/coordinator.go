@@ -29,8 +29,8 @@ type Options struct {
 	CleanupTimeout time.Duration
 }
 
-// Deps are the adapters. Inhibitors and Notify may be nil (no logind, no
-// service manager).
+// Deps are the adapters. Inhibitors, Notify and Recorder may be nil (no
+// logind, no service manager, no metrics).
 type Deps struct {
 	Cluster    Cluster
 	Detector   Detector
@@ -44,6 +44,7 @@ type Deps struct {
 	Host       Host
 	State      StateStore
 	Notify     Notifier
+	Recorder   Recorder // metrics; nil records nothing
 	Logger     *slog.Logger
 	Now        func() time.Time // nil: time.Now
 }

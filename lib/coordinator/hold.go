@@ -80,6 +80,7 @@ func (h *holdRun) run() error {
 			return h.stopped("waiting for the cluster lock", err)
 		}
 		h.locked = true
+		c.recorder().LockAcquired(c.Now().Sub(start))
 		h.log.Info("cluster lock acquired", "event", "lock-acquired", "attempt", h.attempt,
 			"lock_wait_ms", c.Now().Sub(start).Milliseconds())
 

@@ -182,3 +182,54 @@ type State struct {
 	LastRebootAt     time.Time      `json:"last_reboot_at,omitzero"`
 	LastRebootReason string         `json:"last_reboot_reason,omitempty"`
 }
+
+// Recorder is told what a run did, for the node's metrics (DESIGN §7). Its
+// methods must return at once and cannot fail the run. Optional: a nil
+// Deps.Recorder records nothing. How a run ended (blocked by which gate,
+// exit code) is its returned error; the caller records that.
+type Recorder interface {
+	// LockAcquired: the holder owns the cluster mutex after waiting wait.
+	LockAcquired(wait time.Duration)
+	// RebootCompleted: this node is back from its coordinated reboot (a
+	// new boot_id) and its slot was released.
+	RebootCompleted()
+	// Observed is what a check run saw, on its way out (each time it
+	// publishes the node's alive record).
+	Observed(o Observation)
+}
+
+// Observation is what a check run saw of this node and the cluster.
+type Observation struct {
+	RebootRequired bool // the detectors said "needed"
+	SlotHeld       bool // this node holds a reboot slot
+	OverdueSlots   int  // slots in the cluster past their deadline
+}
+
+// observe derives a check run's Observation from its alive record and view.
+func observe(a Alive, v View, node string, now time.Time) Observation {
+	o := Observation{RebootRequired: a.RebootRequired}
+	// A released slot may still be in the view (the run ended before
+	// reading it again); the release always leaves the record idle.
+	_, inView := v.SlotOf(node)
+	o.SlotHeld = inView && a.State != StateIdle
+	for _, s := range v.Slots {
+		if s.Overdue(now) {
+			o.OverdueSlots++
+		}
+	}
+	return o
+}
+
+// recorder returns Deps.Recorder, or one that records nothing.
+func (c *Coordinator) recorder() Recorder {
+	if c.Recorder == nil {
+		return noRecorder{}
+	}
+	return c.Recorder
+}
+
+type noRecorder struct{}
+
+func (noRecorder) LockAcquired(time.Duration) {}
+func (noRecorder) RebootCompleted()           {}
+func (noRecorder) Observed(Observation)       {}

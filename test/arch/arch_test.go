@@ -14,6 +14,7 @@ var allowedLib = map[string][]string{
 	"lib/config":      {},
 	"lib/proc":        {},
 	"lib/obs":         {},
+	"lib/metrics":     {"lib/obs"},
 	"lib/coordinator": {},
 	"lib/detect":      {"lib/obs", "lib/proc"},
 	"lib/gate":        {"lib/obs", "lib/proc"},
