@@ -123,8 +123,12 @@ func assemble(cfg *config.Config, log *slog.Logger, holderArgv []string, notifie
 		// With Type=notify the start job ends at READY=1, once the holder's
 		// etcd session exists: the wait covers the dial and a request.
 		startWait := cfg.Systemd.DBusTimeout.Std() + cfg.Etcd.DialTimeout.Std() + 2*cfg.Etcd.RequestTimeout.Std()
+		rw := []string{cfg.Paths.StateDir, cfg.Paths.RunDir}
+		if cfg.Metrics.Textfile != "" {
+			rw = append(rw, filepath.Dir(cfg.Metrics.Textfile))
+		}
 		holder = &systemd.TransientHolder{Unit: cfg.Systemd.HolderUnit, Argv: holderArgv,
-			Watchdog: cfg.Systemd.Watchdog.Std(), Timeout: startWait, Logger: log}
+			Watchdog: cfg.Systemd.Watchdog.Std(), Timeout: startWait, Logger: log, ReadWritePaths: rw}
 	}
 
 	lc := &lazyCluster{opts: cluster.Options{

@@ -62,6 +62,9 @@ type Client struct {
 // Dial connects to etcd and probes it once (a linearizable, count-only Get
 // bounded by DialTimeout), so an unreachable cluster, a cluster without
 // leader or bad credentials are reported here: ErrUnavailable or ErrAuth.
+// The error says what to fix (a refused connection, an unknown server CA, a
+// rejected or expired client certificate, the etcd user lacking permission
+// on the prefix); finding that out takes at most another DialTimeout.
 func Dial(ctx context.Context, o Options) (*Client, error) {
 	if len(o.Endpoints) == 0 {
 		return nil, errors.New("cluster: no etcd endpoints")
@@ -118,7 +121,7 @@ func Dial(ctx context.Context, o Options) (*Client, error) {
 	// user is set; without one it does not touch the network.
 	cli, err := clientv3.New(cfg)
 	if err != nil {
-		return nil, classify(ctx, "dial "+strings.Join(o.Endpoints, ","), err)
+		return nil, dialError(ctx, o, tlsCfg, dialTimeout, err)
 	}
 	c := &Client{cli: cli, prefix: rootPrefix + o.Cluster, reqTimeout: reqTimeout, log: log}
 	pctx, cancel := context.WithTimeout(ctx, dialTimeout)
@@ -128,10 +131,31 @@ func Dial(ctx context.Context, o Options) (*Client, error) {
 		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
 			err = fmt.Errorf("no endpoint answered within %s: %w", dialTimeout, err)
 		}
-		return nil, classify(ctx, "dial "+strings.Join(o.Endpoints, ","), err)
+		return nil, dialError(ctx, o, tlsCfg, dialTimeout, err)
 	}
 	log.Debug("etcd connected", "endpoints", o.Endpoints, "prefix", c.prefix)
 	return c, nil
+}
+
+// dialError classifies a failed dial and says what to fix: an access error
+// names the etcd identity and the prefix it needs; an unavailable etcd is
+// probed once more (TCP and TLS, bounded by dialTimeout) because gRPC keeps
+// the cause (refused connection, unknown CA, rejected client certificate)
+// to itself and reports only the expired deadline.
+func dialError(ctx context.Context, o Options, tlsCfg *tls.Config, dialTimeout time.Duration, err error) error {
+	op := "dial " + strings.Join(o.Endpoints, ",")
+	cerr := classify(ctx, op, err)
+	switch {
+	case errors.Is(cerr, ErrAuth):
+		if hint := accessHint(o, tlsCfg, err); hint != "" {
+			return fmt.Errorf("%w: %s", cerr, hint)
+		}
+	case errors.Is(cerr, ErrUnavailable) && ctx.Err() == nil:
+		if why := diagnose(ctx, o.Endpoints, tlsCfg, dialTimeout); why != "" {
+			return fmt.Errorf("%w: %s", cerr, why)
+		}
+	}
+	return cerr
 }
 
 // Close closes the connection. Sessions of this client stop being kept alive.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -26,8 +27,9 @@ var (
 	// expired request deadlines. The cause's text is kept.
 	ErrUnavailable = errors.New("cluster: etcd unavailable")
 	// ErrAuth wraps etcd's authentication and permission errors (wrong user
-	// or password, permission denied, invalid token). The cause's text is kept.
-	ErrAuth = errors.New("cluster: etcd authentication failed")
+	// or password, permission denied, invalid token). The cause's text is
+	// kept. It never means "allowed": a caller must not reboot on it.
+	ErrAuth = errors.New("cluster: etcd access denied")
 	// ErrSlotHeld is returned by Forget for a node that holds a slot.
 	ErrSlotHeld = errors.New("cluster: node holds a slot")
 	// ErrInvalid is returned when a record to be written would not pass the
@@ -43,7 +45,21 @@ type CorruptError struct {
 }
 
 func (e *CorruptError) Error() string {
-	return fmt.Sprintf("cluster: corrupt value at %s: %v", e.Key, e.Err)
+	return fmt.Sprintf("cluster: corrupt value at %s: %v", safeKey(e.Key), e.Err)
+}
+
+// safeKey prints a key as is when it is short, printable ASCII, and quoted
+// and clipped otherwise: a hostile key must not forge or flood output.
+func safeKey(k string) string {
+	for i := 0; i < len(k); i++ {
+		if k[i] < 0x21 || k[i] > 0x7e {
+			return strconv.Quote(clip(k))
+		}
+	}
+	if len(k) > 128 {
+		return strconv.Quote(clip(k))
+	}
+	return k
 }
 
 // Unwrap returns the decoding error.

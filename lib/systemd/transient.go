@@ -30,7 +30,8 @@ const DefaultStopTimeout = 30 * time.Second
 
 // TransientHolder runs the lock holder as a transient service unit started
 // over D-Bus (StartTransientUnit), so systemd owns its lifetime, watchdog,
-// stop timeout and journal. It never starts a second holder: a unit that
+// stop timeout and journal. The unit is sandboxed like
+// clusterrebootd-check.service (sandbox.go). It never starts a second holder: a unit that
 // already exists and is running counts as "started".
 type TransientHolder struct {
 	Unit        string        // e.g. "clusterrebootd-hold.service"
@@ -39,7 +40,11 @@ type TransientHolder struct {
 	Watchdog    time.Duration // WatchdogSec; 0 = none
 	StopTimeout time.Duration // TimeoutStopSec; 0 → DefaultStopTimeout
 	Timeout     time.Duration // bounds the dial, every D-Bus call and the job wait; 0 → 10s
-	Logger      *slog.Logger
+	// ReadWritePaths are the only paths the sandboxed holder may write
+	// (state_dir, run_dir, the metrics textfile's directory); a missing one
+	// is ignored. nil → DefaultReadWritePaths. See sandbox.go.
+	ReadWritePaths []string
+	Logger         *slog.Logger
 	// Dial opens the connection; nil → the system bus.
 	Dial DialFunc
 }
@@ -116,7 +121,7 @@ func (h *TransientHolder) properties() []sd.Property {
 	if h.Watchdog > 0 {
 		props = append(props, prop("WatchdogUSec", usec(h.Watchdog)))
 	}
-	return props
+	return append(props, h.sandbox()...)
 }
 
 func prop(name string, v any) sd.Property {

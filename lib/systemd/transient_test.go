@@ -121,8 +121,12 @@ func TestStartProperties(t *testing.T) {
 	if exec[0][0] != h.Argv[0] || !reflect.DeepEqual(exec[0][1], h.Argv) || exec[0][2] != false {
 		t.Fatalf("ExecStart = %#v", exec[0])
 	}
-	if len(c.Props) != len(want)+1 {
+	// The rest is the sandbox (TestSandbox*).
+	if len(c.Props) != len(want)+1+len(h.sandbox()) {
 		t.Fatalf("unexpected properties: %v", c.Props)
+	}
+	if c.Props["ProtectSystem"] != "strict" || c.Props["NoNewPrivileges"] != true {
+		t.Fatalf("the started unit is not sandboxed: %v", c.Props)
 	}
 
 }
