@@ -31,6 +31,7 @@ func mapErr(err error) error {
 	for _, m := range []struct{ from, to error }{
 		{cluster.ErrLockLost, co.ErrLockLost},
 		{cluster.ErrUnavailable, co.ErrUnavailable},
+		{cluster.ErrAuth, co.ErrUnavailable}, // refused by etcd: this node cannot coordinate (exit 6)
 		{cluster.ErrCorrupt, co.ErrCorrupt},
 		{cluster.ErrConflict, co.ErrConflict},
 	} {
@@ -74,7 +75,7 @@ func (p *clusterPort) View(ctx context.Context) (co.View, error) {
 		v.MaxConcurrent = s.Settings.MaxConcurrent
 	}
 	for _, w := range s.Queue {
-		v.Queue = append(v.Queue, co.Waiter{Node: w.Node, PID: w.PID, QueuedAt: w.QueuedAt})
+		v.Queue = append(v.Queue, co.Waiter{Node: w.Node, PID: w.PID, QueuedAt: w.QueuedAt, Key: w.Key})
 	}
 	return v, nil
 }

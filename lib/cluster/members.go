@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
@@ -12,11 +11,24 @@ import (
 )
 
 // checkNode rejects node names that cannot be a single key segment.
+// checkNode accepts the node names a config can give (lib/config's
+// NamePattern: a letter or digit, then letters, digits, '.', '_', '-'; at
+// most 63 bytes), so no name read from or written to etcd can leave its key
+// segment or forge a line of output.
 func checkNode(node string) error {
-	if node == "" || strings.ContainsAny(node, "/\x00") {
-		return fmt.Errorf("%w: node name %q", ErrInvalid, node)
+	ok := node != "" && len(node) <= 63 && isAlnum(node[0])
+	for i := 0; ok && i < len(node); i++ {
+		c := node[i]
+		ok = isAlnum(c) || c == '.' || c == '_' || c == '-'
+	}
+	if !ok {
+		return fmt.Errorf("%w: node name %q", ErrInvalid, clip(node))
 	}
 	return nil
+}
+
+func isAlnum(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
 }
 
 // Register creates P/members/<node> unless it exists (Txn guarded by

@@ -309,7 +309,10 @@ func decodeLockWaiter(key string, createRev, lease int64, data []byte) LockWaite
 		return w
 	}
 	var a lockAnnotation
-	if strictUnmarshal(data, &a) != nil || a.Node == "" {
+	// An annotation that is not exactly ours (bad JSON, an impossible node
+	// name, a bogus pid) makes the waiter anonymous: it is never shown as
+	// one of our nodes, only by its key.
+	if strictUnmarshal(data, &a) != nil || checkNode(a.Node) != nil || a.PID < 0 {
 		return w
 	}
 	w.Node, w.PID, w.BootID, w.QueuedAt = a.Node, a.PID, a.BootID, a.QueuedAt

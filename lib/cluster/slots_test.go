@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -111,5 +112,24 @@ func TestCorruptHugeNodeIsClipped(t *testing.T) {
 	}
 	if len(err.Error()) > 1024 || !strings.Contains(err.Error(), "/clusterrebootd/c/alive/n1") {
 		t.Fatalf("error of %d bytes (want < 1 KiB, naming the key): %.200s", len(err.Error()), err)
+	}
+}
+
+func TestSnapshotRefusesImpossibleNodeKeys(t *testing.T) {
+	e := newEnv(t)
+	ctx := ctxT(t)
+	for _, node := range []string{"a\nb", "-x", "a b", strings.Repeat("n", 64), "ü"} {
+		key := e.P + "/members/" + node
+		if _, err := e.raw.Put(ctx, key, `{"node":`+strconv.Quote(node)+`}`); err != nil {
+			t.Fatal(err)
+		}
+		_, err := e.c.Snapshot(ctx)
+		var ce *CorruptError
+		if !errors.As(err, &ce) || ce.Key != key || strings.Contains(err.Error(), "\n") {
+			t.Errorf("member key %q: %v", key, err)
+		}
+		if _, err := e.raw.Delete(ctx, key); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

@@ -122,6 +122,9 @@ func (c *Client) addToSnapshot(snap *Snapshot, kv *mvccpb.KeyValue) error {
 		if !ok || node == "" || strings.Contains(node, "/") {
 			return corrupt(key, "unknown key")
 		}
+		if err := checkNode(node); err != nil {
+			return corrupt(key, "impossible node name in the key")
+		}
 		switch dir + "/" {
 		case KeyMembers:
 			m, err := decodeMember(key, node, kv.Value)

@@ -105,7 +105,8 @@ func (c *clock) Advance(d time.Duration) {
 // ---- Cluster ----
 
 type fakeCluster struct {
-	rec *recorder
+	foreign []Waiter // queued ahead of every session (e.g. `etcdctl lock`)
+	rec     *recorder
 
 	mu       sync.Mutex
 	rev      int64
@@ -178,6 +179,7 @@ func (c *fakeCluster) View(ctx context.Context) (View, error) {
 			v.Queue = append([]Waiter{{Node: s.info.Node, PID: s.info.PID}}, v.Queue...)
 		}
 	}
+	v.Queue = append(slices.Clone(c.foreign), v.Queue...)
 	return v, nil
 }
 

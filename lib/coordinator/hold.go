@@ -64,6 +64,7 @@ type holdRun struct {
 	attempt int
 	last    *GateResult // the most recent blocking gate, for the final error
 	locked  bool
+	queued  string // where this holder queued, for the error if it never gets the lock
 }
 
 func (h *holdRun) run() error {
@@ -73,7 +74,11 @@ func (h *holdRun) run() error {
 		queued := "queued for the cluster lock"
 		if v, err := c.Cluster.View(h.ctx); err == nil {
 			queued += fmt.Sprintf(", position %d", len(v.Queue)+1)
+			if len(v.Queue) > 0 {
+				queued += ", held by " + waiterName(v.Queue[0])
+			}
 		}
+		h.queued = queued
 		h.publish(StateWaiting, queued)
 		start := c.Now()
 		if err := h.sess.Lock(h.ctx); err != nil {
@@ -266,7 +271,11 @@ func (h *holdRun) stopped(doing string, err error) error {
 		if h.last != nil {
 			return &Error{Code: h.last.Code, Gate: h.last.Gate, Reason: "max_hold_wait passed; last blocked by: " + h.last.Reason}
 		}
-		return &Error{Code: CodeBusy, Gate: "lock", Reason: "max_hold_wait passed while " + doing}
+		reason := "max_hold_wait passed while " + doing
+		if !h.locked && h.queued != "" {
+			reason += " (" + h.queued + ")"
+		}
+		return &Error{Code: CodeBusy, Gate: "lock", Reason: reason}
 	case errors.Is(cause, context.Canceled):
 		h.log.Warn("holder stopped before the reboot; lock released", "event", "stopped", "while", doing)
 		return &Error{Code: CodeBlocked, Gate: "hold", Reason: "stopped while " + doing + "; no reboot"}

@@ -3,6 +3,7 @@ package coordinator
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -46,13 +47,30 @@ func (c *Coordinator) Simulate(ctx context.Context) (Report, error) {
 			"this node holds a slot since %s (%s); the next check releases it once back and healthy",
 			s.AcquiredAt.Format(time.RFC3339), s.Reason)}
 	}
+	lock := GateResult{Gate: "lock", Pass: true, Reason: "the cluster lock is free"}
+	if len(view.Queue) > 0 && view.Queue[0].Node != c.opt.Node {
+		lock.Reason = fmt.Sprintf("a holder would queue at position %d behind %s", len(view.Queue)+1, waiterName(view.Queue[0]))
+		if view.Queue[0].Node == "" {
+			// Not one of ours: nothing moves until an operator releases it.
+			lock = GateResult{Gate: "lock", Code: CodeBusy, Reason: "the cluster lock is held by " + waiterName(view.Queue[0]) +
+				"; a holder would wait for it until max_hold_wait"}
+		}
+	}
 	in := &gateInput{phase: phaseSimulate, view: view, now: now}
 	gates, first := c.evaluate(ctx, in)
-	r.Gates = append([]GateResult{own}, gates...)
+	// The holder meets the lock after the pre-lock gates, before "slots".
+	at := slices.IndexFunc(gates, func(g GateResult) bool { return g.Gate == "slots" })
+	if at < 0 {
+		at = len(gates)
+	}
+	lockDecides := !lock.Pass && (first == nil || slices.IndexFunc(gates, func(g GateResult) bool { return g.Gate == first.Gate }) >= at)
+	r.Gates = append([]GateResult{own}, slices.Insert(slices.Clone(gates), at, lock)...)
 	r.Need, r.Detector, r.Reason = needText(in.det.Need), in.det.Detector, in.det.Reason
 	switch {
 	case !own.Pass:
 		r.Code, r.Verdict = CodeOK, "no new reboot: "+own.Reason
+	case lockDecides:
+		r.Code, r.Verdict = lock.Code, "blocked by lock: "+lock.Reason
 	case first == nil:
 		r.Code, r.Verdict = CodeOK, "a real run would start the holder and reboot now"
 	case first.Abort:

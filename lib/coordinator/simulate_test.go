@@ -9,7 +9,7 @@ import (
 
 func TestSimulate(t *testing.T) {
 	allGates := []string{"own-slot", "kill-switch", "detector", "pause", "window", "policy",
-		"reboot-loop-guard", "health-script", "slots", "policy-under-lock", "inhibitors"}
+		"reboot-loop-guard", "health-script", "lock", "slots", "policy-under-lock", "inhibitors"}
 	tests := []struct {
 		name    string
 		setup   func(e *env)
@@ -103,6 +103,40 @@ func TestSimulate(t *testing.T) {
 			verdict: "blocked by health-script",
 			need:    "yes",
 			failed:  []string{"health-script", "slots"},
+		},
+		{
+			// `etcdctl lock P/lock`: a holder would wait until max_hold_wait.
+			name:    "lock held without a node name",
+			setup:   func(e *env) { e.cl.foreign = []Waiter{{Key: "/clusterrebootd/c/lock/abc"}} },
+			code:    CodeBusy,
+			verdict: "blocked by lock: the cluster lock is held by a lock without a node name at /clusterrebootd/c/lock/abc",
+			need:    "yes",
+			failed:  []string{"lock"},
+		},
+		{
+			// One of ours deciding: the queue moves, a holder queues behind it.
+			name:    "lock held by another node",
+			setup:   func(e *env) { e.cl.foreign = []Waiter{{Node: "n2", Key: "/clusterrebootd/c/lock/abc"}} },
+			code:    CodeOK,
+			verdict: "a real run would start the holder and reboot now",
+			need:    "yes",
+			check: func(t *testing.T, e *env, r Report) {
+				if g := r.Gates[slices.IndexFunc(r.Gates, func(g GateResult) bool { return g.Gate == "lock" })]; !strings.Contains(g.Reason, "position 2 behind n2") {
+					t.Errorf("lock gate = %+v", g)
+				}
+			},
+		},
+		{
+			// The pre-lock script blocks first: its code, not the lock's.
+			name: "lock held without a node name and script refuses",
+			setup: func(e *env) {
+				e.cl.foreign = []Waiter{{Key: "/clusterrebootd/c/lock/abc"}}
+				e.script.verdict = ScriptVerdict{ExitCode: 1, FirstLine: "degraded"}
+			},
+			code:    CodeHealth,
+			verdict: "blocked by health-script",
+			need:    "yes",
+			failed:  []string{"health-script", "lock"},
 		},
 		{
 			name:    "slots full",

@@ -152,6 +152,10 @@ func BuildStatus(cluster string, v View, hist []HistoryEvent, configuredMax int,
 	if v.MaxConcurrent > 0 {
 		st.Warnings = append(st.Warnings, fmt.Sprintf("cluster-wide max_concurrent set to %d (clusterrebootd set-max)", v.MaxConcurrent))
 	}
+	if len(v.Queue) > 0 && v.Queue[0].Node == "" {
+		st.Warnings = append(st.Warnings, fmt.Sprintf(
+			"the cluster lock is held by %s: every reboot waits until it is released", waiterName(v.Queue[0])))
+	}
 	for _, ns := range st.Nodes {
 		if ns.Slot != nil && ns.Slot.Overdue {
 			st.Warnings = append(st.Warnings, fmt.Sprintf(
@@ -257,6 +261,9 @@ func slotHolders(v View, now time.Time) string {
 }
 
 func waiterName(w Waiter) string {
+	if w.Node == "" && w.Key != "" {
+		return fmt.Sprintf("a lock without a node name at %s, e.g. `etcdctl lock`", w.Key)
+	}
 	if w.Node == "" {
 		return "a lock without a node name, e.g. `etcdctl lock`"
 	}

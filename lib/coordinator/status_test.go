@@ -372,3 +372,28 @@ func TestStatus(t *testing.T) {
 		})
 	}
 }
+
+// A mutex owner without our annotation (`etcdctl lock P/lock`) blocks every
+// reboot: status names its key in a warning; a node owning it is no warning.
+func TestStatusForeignLockOwner(t *testing.T) {
+	for _, tc := range []struct {
+		owner Waiter
+		warn  bool
+	}{
+		{Waiter{Key: "/clusterrebootd/test/lock/694d"}, true},
+		{Waiter{Node: "n2", Key: "/clusterrebootd/test/lock/694d"}, false},
+	} {
+		e := newEnv()
+		e.cl.foreign = []Waiter{tc.owner}
+		st, err := e.coord(t).Status(t.Context(), time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		found := slices.ContainsFunc(st.Warnings, func(w string) bool {
+			return strings.Contains(w, "the cluster lock is held by a lock without a node name at /clusterrebootd/test/lock/694d")
+		})
+		if found != tc.warn {
+			t.Errorf("owner %+v: warnings %q, want the lock warning: %v", tc.owner, st.Warnings, tc.warn)
+		}
+	}
+}

@@ -58,6 +58,7 @@ type Waiter struct {
 	Node     string
 	PID      int
 	QueuedAt time.Time
+	Key      string // the mutex key: names a waiter without an annotation
 }
 
 // LockInfo annotates this holder's mutex key.

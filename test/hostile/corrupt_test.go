@@ -1,26 +1,16 @@
 package hostile
 
 import (
-	"os"
 	"strings"
 	"testing"
 )
 
-// runKnownBugs makes the checks of reported, not yet fixed product bugs fail
-// instead of only logging (CLUSTERREBOOTD_HOSTILE_KNOWN_BUGS=run).
-var runKnownBugs = os.Getenv("CLUSTERREBOOTD_HOSTILE_KNOWN_BUGS") == "run"
-
-// knownBug fails (or, by default, logs) a check of a reported bug.
-func knownBug(t *testing.T, ok bool, format string, args ...any) {
+// assertf fails the test with the message unless ok.
+func assertf(t *testing.T, ok bool, format string, args ...any) {
 	t.Helper()
-	if ok {
-		return
+	if !ok {
+		t.Errorf(format, args...)
 	}
-	if runKnownBugs {
-		t.Errorf("known bug: "+format, args...)
-		return
-	}
-	t.Logf("known bug (reported; CLUSTERREBOOTD_HOSTILE_KNOWN_BUGS=run fails on it): "+format, args...)
 }
 
 // corruptCase is a value under the cluster prefix that does not decode.
@@ -28,36 +18,33 @@ type corruptCase struct {
 	name  string
 	key   string // relative to the prefix, e.g. "slots/n1"
 	value string
-	// echoBug: the error quotes the whole value (reported: lib/cluster
-	// records.go nodeMatches prints the node field unbounded).
-	echoBug bool
 }
 
 func corruptCases() []corruptCase {
 	return []corruptCase{
-		{"own slot garbage", "slots/n1", "garbage", false},
-		{"own slot binary", "slots/n1", "\x00\x01\xff", false},
-		{"other slot garbage", "slots/n2", "{not json", false},
-		{"slot of another node's name", "slots/n2", `{"node":"n3","boot_id":"b","reason":"r","fence_revision":1,"acquired_at":"2026-01-01T00:00:00Z","deadline":"2026-01-01T01:00:00Z"}`, false},
-		{"slot without deadline", "slots/n2", `{"node":"n2","boot_id":"b","reason":"r","fence_revision":1,"acquired_at":"2026-01-01T00:00:00Z"}`, false},
-		{"slot with unknown field", "slots/n2", `{"node":"n2","boot_id":"b","reason":"r","fence_revision":1,"acquired_at":"2026-01-01T00:00:00Z","deadline":"2026-01-01T01:00:00Z","x":1}`, false},
-		{"slot with trailing data", "slots/n2", `{"node":"n2","boot_id":"b","reason":"r","fence_revision":1,"acquired_at":"2026-01-01T00:00:00Z","deadline":"2026-01-01T01:00:00Z"} {}`, false},
-		{"alive garbage", "alive/n2", "garbage", false},
-		{"alive huge", "alive/n2", `{"node":"` + strings.Repeat("x", 1<<20) + `"}`, true},
-		{"alive with max_concurrent 0", "alive/n2", `{"node":"n2","boot_id":"b","kernel":"k","version":"v","state":"idle","detector":"file","healthy":true,"reboot_required":false,"max_concurrent":0,"updated_at":"2026-01-01T00:00:00Z"}`, false},
-		{"member garbage", "members/n2", "garbage", false},
-		{"member empty", "members/n2", "", false},
-		{"member JSON null", "members/n2", "null", false},
-		{"pause garbage", "pause", "yes", false},
-		{"pause empty object", "pause", "{}", false},
-		{"settings garbage", "settings", "max=2", false},
-		{"settings max_concurrent 0", "settings", `{"max_concurrent":0}`, false},
-		{"settings max_concurrent negative", "settings", `{"max_concurrent":-5}`, false},
-		{"settings max_concurrent overflow", "settings", `{"max_concurrent":99999999999999999999}`, false},
-		{"settings max_concurrent float", "settings", `{"max_concurrent":1.5}`, false},
-		{"unknown key", "bogus", "x", false},
-		{"key below a record", "slots/n2/x", "x", false},
-		{"empty node segment", "members/", "x", false},
+		{"own slot garbage", "slots/n1", "garbage"},
+		{"own slot binary", "slots/n1", "\x00\x01\xff"},
+		{"other slot garbage", "slots/n2", "{not json"},
+		{"slot of another node's name", "slots/n2", `{"node":"n3","boot_id":"b","reason":"r","fence_revision":1,"acquired_at":"2026-01-01T00:00:00Z","deadline":"2026-01-01T01:00:00Z"}`},
+		{"slot without deadline", "slots/n2", `{"node":"n2","boot_id":"b","reason":"r","fence_revision":1,"acquired_at":"2026-01-01T00:00:00Z"}`},
+		{"slot with unknown field", "slots/n2", `{"node":"n2","boot_id":"b","reason":"r","fence_revision":1,"acquired_at":"2026-01-01T00:00:00Z","deadline":"2026-01-01T01:00:00Z","x":1}`},
+		{"slot with trailing data", "slots/n2", `{"node":"n2","boot_id":"b","reason":"r","fence_revision":1,"acquired_at":"2026-01-01T00:00:00Z","deadline":"2026-01-01T01:00:00Z"} {}`},
+		{"alive garbage", "alive/n2", "garbage"},
+		{"alive huge", "alive/n2", `{"node":"` + strings.Repeat("x", 1<<20) + `"}`},
+		{"alive with max_concurrent 0", "alive/n2", `{"node":"n2","boot_id":"b","kernel":"k","version":"v","state":"idle","detector":"file","healthy":true,"reboot_required":false,"max_concurrent":0,"updated_at":"2026-01-01T00:00:00Z"}`},
+		{"member garbage", "members/n2", "garbage"},
+		{"member empty", "members/n2", ""},
+		{"member JSON null", "members/n2", "null"},
+		{"pause garbage", "pause", "yes"},
+		{"pause empty object", "pause", "{}"},
+		{"settings garbage", "settings", "max=2"},
+		{"settings max_concurrent 0", "settings", `{"max_concurrent":0}`},
+		{"settings max_concurrent negative", "settings", `{"max_concurrent":-5}`},
+		{"settings max_concurrent overflow", "settings", `{"max_concurrent":99999999999999999999}`},
+		{"settings max_concurrent float", "settings", `{"max_concurrent":1.5}`},
+		{"unknown key", "bogus", "x"},
+		{"key below a record", "slots/n2/x", "x"},
+		{"empty node segment", "members/", "x"},
 	}
 }
 
@@ -78,7 +65,7 @@ func testCorruptValues(t *testing.T, endpoints []string) {
 				}
 				expect(t, r, exitInternal, []string{"corrupt value at " + key + ":"})
 				if len(r.out()) > 64<<10 {
-					knownBug(t, !tc.echoBug, "%v: output of %d bytes: a corrupt value must not be echoed in full", args, len(r.out()))
+					t.Errorf("%v: output of %d bytes: a corrupt value must not be echoed in full", args, len(r.out()))
 				}
 			}
 			if k := n.reboots(); k != 0 {
@@ -133,15 +120,15 @@ func testCorruptLockWaiter(t *testing.T, endpoints []string) {
 			n.put(key, value)
 			r := n.run("check", "--once")
 			expect(t, r, exitBusy, []string{"max_hold_wait passed while waiting for the cluster lock"})
-			knownBug(t, strings.Contains(r.out(), key), "check does not name the lock key %s that blocks it", key)
+			assertf(t, strings.Contains(r.out(), key), "check does not name the lock key %s that blocks it", key)
 			if n.reboots() != 0 || n.hasSlot() {
 				t.Errorf("rebooted (%d) or took a slot (%v) behind a foreign lock waiter", n.reboots(), n.hasSlot())
 			}
 			st := n.run("status")
 			expect(t, st, exitOK, []string{"queued for the cluster lock, position 2"}, "n1\nforged")
-			knownBug(t, strings.Contains(st.out(), key), "status does not name the lock key %s that owns the mutex", key)
+			assertf(t, strings.Contains(st.out(), key), "status does not name the lock key %s that owns the mutex", key)
 			sim := n.run("simulate")
-			knownBug(t, sim.code == exitBusy, "simulate exits %d, but a real run exits %d behind the lock waiter %s", sim.code, exitBusy, key)
+			assertf(t, sim.code == exitBusy, "simulate exits %d, but a real run exits %d behind the lock waiter %s", sim.code, exitBusy, key)
 		})
 	}
 }
