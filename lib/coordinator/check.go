@@ -7,13 +7,15 @@ import (
 	"slices"
 )
 
-// Check is one timer tick (`check --once`): kill switch → post-boot release
+// Check is one timer tick (`check --once`): kill switch (which still lets a
+// finished reboot's slot go, see releaseDespiteKillSwitch) → post-boot release
 // of this node's own slot → detect → pre-lock gates → start the holder. The
 // node's alive record is published once on the way out with what the run
 // found, so the cluster sees every node's state and its reason.
 func (c *Coordinator) Check(ctx context.Context) error {
 	if r := c.gateKillSwitch(ctx, nil); !r.Pass {
 		c.log.Warn("reboots disabled", "event", "blocked", "reason", r.Reason)
+		c.releaseDespiteKillSwitch(ctx)
 		return blocked(r.Code, "kill-switch", r.Reason)
 	}
 	bootID, err := c.Host.BootID()

@@ -196,6 +196,13 @@ func (h *holdRun) reboot(det Detection) error {
 	if err := c.Host.MarkRebootRequested(h.bootID); err != nil {
 		return h.giveBack(slot, EventAborted, "cannot write the reboot-requested marker: "+err.Error(), failure("marker", err))
 	}
+	if st, err := c.State.Load(); err == nil {
+		st.SlotBootID = h.bootID
+		err = c.State.Save(st)
+		if err != nil {
+			h.log.Warn("could not note the slot in the state file (a kill switch would keep it after the reboot)", "error", err)
+		}
+	}
 	h.publish(StateRebooting, det.Reason)
 	req := HistoryEvent{Event: EventRebootRequested, Node: c.opt.Node, Reason: det.Reason, BootID: h.bootID, At: c.Now()}
 	if err := c.Cluster.AppendHistory(h.ctx, req); err != nil {

@@ -340,8 +340,14 @@ func TestHold(t *testing.T) {
 					t.Errorf("reboot called = %v, want %v", got, tc.reboot)
 				}
 				// Only a completed reboot (post-boot release) counts for
-				// the reboot-loop guard; the holder never changes it.
-				if got := e.st.get(); !reflect.DeepEqual(got, stateBefore) {
+				// the reboot-loop guard; the holder never changes it. It
+				// notes the boot of a requested reboot, and only then.
+				got := e.st.get()
+				if requested := tc.reboot || slices.Contains(tc.hist, EventRebootRequested); requested != (got.SlotBootID != "") {
+					t.Errorf("slot boot id %q noted, reboot requested: %v", got.SlotBootID, requested)
+				}
+				got.SlotBootID = stateBefore.SlotBootID
+				if !reflect.DeepEqual(got, stateBefore) {
 					t.Errorf("holder changed the state file: %+v, was %+v", got, stateBefore)
 				}
 				if tc.check != nil {

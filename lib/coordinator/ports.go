@@ -181,6 +181,11 @@ type State struct {
 	RebootsForReason map[string]int `json:"reboots_for_reason,omitempty"`
 	LastRebootAt     time.Time      `json:"last_reboot_at,omitzero"`
 	LastRebootReason string         `json:"last_reboot_reason,omitempty"`
+	// SlotBootID is the boot in which this node's holder asked for a
+	// coordinated reboot; the post-boot release clears it. A check stopped
+	// by the kill switch still releases the slot of a finished reboot when
+	// it is set, so a local kill switch never freezes the cluster.
+	SlotBootID string `json:"slot_boot_id,omitempty"`
 }
 
 // Recorder is told what a run did, for the node's metrics (DESIGN §7). Its

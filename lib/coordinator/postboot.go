@@ -83,7 +83,7 @@ func (c *Coordinator) postBoot(ctx context.Context, slot Slot, bootID string, al
 		st.RebootsForReason = map[string]int{}
 	}
 	st.RebootsForReason[slot.Reason]++
-	st.LastRebootAt, st.LastRebootReason = now, slot.Reason
+	st.LastRebootAt, st.LastRebootReason, st.SlotBootID = now, slot.Reason, ""
 	if err := c.State.Save(st); err != nil {
 		return false, failure("state", err)
 	}
@@ -144,3 +144,54 @@ func (c *Coordinator) sameBoot(ctx context.Context, slot Slot, bootID string, al
 
 // PhasePostBoot is the health script phase after a reboot.
 const PhasePostBoot = "post-boot"
+
+// releaseDespiteKillSwitch: the kill switch stops this node's reboots, not
+// the cluster. When the state file says this node asked for a coordinated
+// reboot in an earlier boot, the slot of that reboot is released as usual
+// (health, soak); otherwise etcd is not contacted at all. Errors are logged:
+// the run ends blocked by the kill switch either way.
+func (c *Coordinator) releaseDespiteKillSwitch(ctx context.Context) {
+	st, err := c.State.Load()
+	if err != nil || st.SlotBootID == "" {
+		return
+	}
+	bootID, err := c.Host.BootID()
+	if err != nil || bootID == st.SlotBootID {
+		return // the reboot has not happened yet
+	}
+	view, err := c.Cluster.View(ctx)
+	if err != nil {
+		c.log.Warn("kill switch on; could not look for this node's slot after its reboot", "error", err)
+		return
+	}
+	slot, ok := view.SlotOf(c.opt.Node)
+	if !ok || slot.BootID == bootID {
+		if !ok { // released meanwhile (by an operator): forget the hint
+			st.SlotBootID = ""
+			if err := c.State.Save(st); err != nil {
+				c.log.Warn("could not update the state file", "error", err)
+			}
+		}
+		return
+	}
+	alive := Alive{Node: c.opt.Node, BootID: bootID, Kernel: c.opt.Kernel, Version: c.opt.Version,
+		MaxConcurrent: c.opt.MaxConcurrent, State: StateVerifying}
+	held, err := c.postBoot(ctx, slot, bootID, &alive)
+	switch {
+	case err != nil:
+		c.log.Warn("kill switch on; the slot of the finished reboot is kept", "error", err)
+	case held:
+		c.log.Info("kill switch on; the slot of the finished reboot is kept for now", "reason", alive.Blocked)
+	default:
+		c.recorder().RebootCompleted()
+	}
+	if held {
+		alive.State = StateVerifying
+	} else {
+		alive.State, alive.Blocked = StateBlocked, "kill switch"
+	}
+	alive.UpdatedAt = c.Now()
+	if err := c.Cluster.PublishAlive(ctx, alive); err != nil {
+		c.log.Warn("could not publish alive record", "error", err)
+	}
+}

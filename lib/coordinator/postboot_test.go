@@ -446,3 +446,58 @@ func TestCheckPostBootSoakAcrossTicks(t *testing.T) {
 		t.Fatalf("after an unhealthy tick the soak must restart: slot %+v present %v", s, ok)
 	}
 }
+
+// The kill switch stops this node's reboots, never the cluster: the slot of
+// a reboot that finished is still released; without the state file's note
+// of a requested reboot, etcd is not contacted at all.
+func TestKillSwitchStillReleasesAfterReboot(t *testing.T) {
+	tests := []struct {
+		name     string
+		setup    func(e *env)
+		released bool
+		etcd     bool   // any cluster call expected
+		hint     string // SlotBootID afterwards
+	}{
+		{"reboot done, healthy: released", func(e *env) {
+			ownSlot(e, nil)
+			e.st.st.SlotBootID = "boot-1"
+		}, true, true, ""},
+		{"no note: etcd untouched", func(e *env) { ownSlot(e, nil) }, false, false, ""},
+		{"note of this boot: reboot not yet happened", func(e *env) {
+			ownSlot(e, func(s *Slot) { s.BootID = "boot-2" })
+			e.st.st.SlotBootID = "boot-2"
+		}, false, false, "boot-2"},
+		{"slot already gone: note forgotten", func(e *env) { e.st.st.SlotBootID = "boot-1" }, false, true, ""},
+		{"unhealthy: slot kept", func(e *env) {
+			ownSlot(e, nil)
+			e.st.st.SlotBootID = "boot-1"
+			e.script.verdict = ScriptVerdict{ExitCode: 1, FirstLine: "degraded"}
+		}, false, true, "boot-1"},
+		{"etcd down: still exit 5, slot kept", func(e *env) {
+			ownSlot(e, nil)
+			e.st.st.SlotBootID = "boot-1"
+			e.cl.viewErr = func(int) error { return unavailable("view") }
+		}, false, true, "boot-1"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv()
+			e.host.kill = true
+			tc.setup(e)
+			_, had := e.cl.slot(self)
+			wantErr(t, e.coord(t).Check(t.Context()), CodeBlocked, "kill-switch")
+			if n := len(e.rec.only("cluster.")); (n > 0) != tc.etcd {
+				t.Errorf("%d etcd calls, want any: %v (%v)", n, tc.etcd, e.rec.list())
+			}
+			if _, has := e.cl.slot(self); has != (had && !tc.released) {
+				t.Errorf("own slot present = %v (before: %v), want released = %v", has, had, tc.released)
+			}
+			if got := e.st.get().SlotBootID; got != tc.hint {
+				t.Errorf("SlotBootID = %q, want %q", got, tc.hint)
+			}
+			if e.rec.count("detector.Detect")+e.rec.count("holder.Start") != 0 {
+				t.Errorf("went on past the kill switch: %v", e.rec.list())
+			}
+		})
+	}
+}
