@@ -54,7 +54,8 @@ type Deps struct {
 type Coordinator struct {
 	opt Options
 	Deps
-	log *slog.Logger
+	log     *slog.Logger
+	reloads <-chan Reload // see Reloads; nil: none
 }
 
 // New checks that every dependency is present.

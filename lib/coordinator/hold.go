@@ -122,6 +122,7 @@ func (h *holdRun) run() error {
 func (h *holdRun) underLock() (*GateResult, Detection, error) {
 	c := h.c
 	for {
+		h.applyReloads()
 		view, err := c.Cluster.View(h.ctx)
 		if err != nil {
 			return nil, Detection{}, h.stopped("reading cluster state", err)
