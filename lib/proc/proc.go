@@ -10,6 +10,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 // DefaultMaxOutput is the number of output bytes kept when Cmd.MaxOutput is 0.
@@ -127,10 +129,34 @@ func Run(ctx context.Context, c Cmd) (Result, error) {
 func (r Result) FirstLine() string {
 	for line := range strings.SplitSeq(string(r.Output), "\n") {
 		if s := strings.TrimSpace(line); s != "" {
-			return s
+			return clipLine(s)
 		}
 	}
 	return ""
+}
+
+// MaxFirstLine bounds FirstLine: it travels into etcd (alive records),
+// history and status output.
+const MaxFirstLine = 200
+
+// clipLine makes s safe to show on one line: invalid UTF-8 and control
+// characters (escape sequences, carriage returns) become U+FFFD, and it is
+// cut at MaxFirstLine bytes on a character boundary.
+func clipLine(s string) string {
+	s = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return utf8.RuneError
+		}
+		return r
+	}, strings.ToValidUTF8(s, string(utf8.RuneError)))
+	if len(s) <= MaxFirstLine {
+		return s
+	}
+	cut := MaxFirstLine
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
 }
 
 // Lines returns the output split into lines without the trailing empty one.

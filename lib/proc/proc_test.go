@@ -119,3 +119,17 @@ func alive(pid int) bool {
 	i := strings.LastIndexByte(string(stat), ')')
 	return i < 0 || i+2 >= len(stat) || stat[i+2] != 'Z'
 }
+
+func TestFirstLineIsSafe(t *testing.T) {
+	for _, tc := range []struct{ out, want string }{
+		{"\n  ok: quorum 3/3  \nmore", "ok: quorum 3/3"},
+		{"red \x1b[31malert\x1b[0m\r", "red \uFFFD[31malert\uFFFD[0m"},
+		{"bad \xff utf8", "bad \uFFFD utf8"},
+		{strings.Repeat("x", 300), strings.Repeat("x", MaxFirstLine) + "…"},
+		{strings.Repeat("x", MaxFirstLine-1) + "é tail", strings.Repeat("x", MaxFirstLine-1) + "…"},
+	} {
+		if got := (Result{Output: []byte(tc.out)}).FirstLine(); got != tc.want {
+			t.Errorf("FirstLine(%q) = %q, want %q", tc.out, got, tc.want)
+		}
+	}
+}
