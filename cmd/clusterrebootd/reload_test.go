@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -35,9 +36,9 @@ state_dir = "` + dir + `/state"
 run_dir = "` + dir + `/run"
 `
 	write(base + "[lock]\nmax_reboot_duration = \"45m\"\n")
-	var logs bytes.Buffer
-	log := slog.New(slog.NewTextHandler(&logs, nil))
-	e := &Env{Ctx: t.Context(), G: &Globals{Config: cfgPath}, Stdout: &logs, Stderr: &logs, Hostname: "n1"}
+	logs := &lockedBuffer{}
+	log := slog.New(slog.NewTextHandler(logs, nil))
+	e := &Env{Ctx: t.Context(), G: &Globals{Config: cfgPath}, Stdout: logs, Stderr: logs, Hostname: "n1"}
 	reloads := make(chan co.Reload, 1)
 	stop := e.reloadOnHangup(log, reloads)
 	defer stop()
@@ -75,4 +76,23 @@ run_dir = "` + dir + `/run"
 	if !strings.Contains(logs.String(), "max_concurent") {
 		t.Errorf("the error does not name the bad key; log:\n%s", logs.String())
 	}
+}
+
+// lockedBuffer is a bytes.Buffer the reload goroutine writes while the test
+// reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

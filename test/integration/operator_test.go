@@ -79,7 +79,7 @@ type simulateJSON struct {
 // allGates are the gates a real run evaluates (DESIGN §3) in the order a
 // check and then its holder meet them, plus simulate's own-slot line.
 var allGates = []string{"own-slot", "kill-switch", "detector", "pause", "window", "policy",
-	"reboot-loop-guard", "health-script", "slots", "policy-under-lock", "inhibitors"}
+	"reboot-loop-guard", "health-script", "lock", "slots", "policy-under-lock", "inhibitors"}
 
 // testStatusAndSimulate: while node-a holds a slot and node-b and node-c are
 // queued, `status --json` shows the slot, the queue positions and a why for
