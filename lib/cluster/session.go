@@ -175,6 +175,9 @@ func (s *Session) Lock(ctx context.Context) error {
 	stop := context.AfterFunc(s.cs.Ctx(), func() { cancel(errSessionDone) })
 	defer stop()
 
+	if err := s.waitTurn(lctx, rev); err != nil {
+		return s.lockFailed(ctx, lctx, err)
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- m.Lock(lctx) }()
 	select {

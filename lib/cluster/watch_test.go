@@ -76,3 +76,37 @@ func TestWaitChangeCompacted(t *testing.T) {
 		t.Fatalf("WaitChange from a compacted revision: %v", err)
 	}
 }
+
+// Changes between the read and the watch (the gap) are seen by the gap
+// check, whatever they are; writes elsewhere are not changes.
+func TestWaitChangeGap(t *testing.T) {
+	e := newEnv(t)
+	ctx := ctxT(t)
+	e.put(t, e.P+"/slots/n1", "x")
+	e.put(t, e.P+"/slots/n2", "x")
+	rev := e.get(t, e.P+"/slots/n1").Header.Revision
+	e.put(t, e.P+"/pause", "x") // elsewhere: not a change of slots
+
+	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	err := e.c.WaitChange(short, KeySlots, true, rev)
+	cancel()
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("WaitChange after a write elsewhere: %v, want to keep waiting", err)
+	}
+	// A delete in the gap (fewer keys than at rev).
+	if _, err := e.raw.Delete(ctx, e.P+"/slots/n2"); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.c.WaitChange(ctx, KeySlots, true, rev); err != nil {
+		t.Fatalf("WaitChange after a delete in the gap: %v", err)
+	}
+	// A delete and a new key: same count, but a key newer than rev.
+	rev2 := e.get(t, e.P+"/slots/n1").Header.Revision
+	if _, err := e.raw.Delete(ctx, e.P+"/slots/n1"); err != nil {
+		t.Fatal(err)
+	}
+	e.put(t, e.P+"/slots/n3", "x")
+	if err := e.c.WaitChange(ctx, KeySlots, true, rev2); err != nil {
+		t.Fatalf("WaitChange after a swap in the gap: %v", err)
+	}
+}
