@@ -9,9 +9,11 @@ BIN       := bin
 ETCD_BIN  := $(CURDIR)/$(BIN)/etcd
 ETCDCTL_BIN := $(CURDIR)/$(BIN)/etcdctl
 FUZZTIME  ?= 5s
+E2E_CHAOS_RUNS ?= 0
+CHAOS_RUNS ?= 40
 export CGO_ENABLED = 0
 
-.PHONY: all build test unit fuzz lint demo bench clean etcd e2e verify-units package package-test release man etcdctl
+.PHONY: all build test unit fuzz lint demo bench clean etcd e2e verify-units package package-test release man etcdctl chaos bench-fleet
 
 all: build
 
@@ -67,17 +69,28 @@ verify-units: build
 
 ## e2e: nspawn nodes with real systemd + logind, a 3-member etcd, real reboots (root)
 e2e: build etcd verify-units
-	CLUSTERREBOOTD_BIN=$(CURDIR)/$(BIN)/clusterrebootd CLUSTERREBOOTD_ETCD_BIN=$(ETCD_BIN) \
-	  $(GO) test -tags e2e -count=1 -v -timeout 15m ./test/e2e/
+	CLUSTERREBOOTD_BIN=$(CURDIR)/$(BIN)/clusterrebootd CLUSTERREBOOTD_ETCD_BIN=$(ETCD_BIN) E2E_CHAOS_RUNS=$(E2E_CHAOS_RUNS) \
+	  $(GO) test -tags e2e -count=1 -v -timeout 25m ./test/e2e/
+
+## chaos: the fault matrix on the nspawn harness (root); CHAOS_RUNS=40 covers every combination once (~30-45 min)
+chaos: build etcd
+	CLUSTERREBOOTD_BIN=$(CURDIR)/$(BIN)/clusterrebootd CLUSTERREBOOTD_ETCD_BIN=$(ETCD_BIN) E2E_CHAOS_RUNS=$(CHAOS_RUNS) \
+	  $(GO) test -tags e2e -count=1 -v -timeout 150m -run '^TestChaos$$' ./test/e2e/
 
 ## demo: local 5-node demo cluster on an embedded etcd (no root, no systemd)
 demo: build
 	cd hack && $(GO) run ./demo -binary $(CURDIR)/$(BIN)/clusterrebootd
 
-## bench: handover latency (Go benchmark, real etcd) and the cost of an idle tick
+## bench: handover (K = 1…1000), the etcd watch path, rollout vs polling (~14 min), the idle tick
 bench: build etcd
-	CLUSTERREBOOTD_ETCD_BIN=$(ETCD_BIN) $(GO) test -run '^$$' -bench Handover -benchtime 3x ./cmd/clusterrebootd/
-	cd hack && $(GO) run ./bench/tick -binary $(CURDIR)/$(BIN)/clusterrebootd -n 200
+	CLUSTERREBOOTD_ETCD_BIN=$(ETCD_BIN) $(GO) test -run '^$$' -bench 'Handover|WatchStartRevision' -benchtime 3x -timeout 60m ./cmd/clusterrebootd/
+	CLUSTERREBOOTD_ETCD_BIN=$(ETCD_BIN) CLUSTERREBOOTD_BENCH_REBOOT=2s CLUSTERREBOOTD_BENCH_POLL=2s $(GO) test -run '^$$' -bench Rollout -benchtime 1x -timeout 60m ./cmd/clusterrebootd/
+	CLUSTERREBOOTD_ETCD_BIN=$(ETCD_BIN) $(GO) test -run '^$$' -bench '^BenchmarkTick$$' -benchtime 300x ./cmd/clusterrebootd/
+	cd hack && $(GO) run ./bench/tick -binary $(CURDIR)/$(BIN)/clusterrebootd -n 200 -runs 3
+
+## bench-fleet: 1000 simulated nodes on one etcd, a wave of 100 reboots, status (~7 min)
+bench-fleet: build etcd
+	CLUSTERREBOOTD_ETCD_BIN=$(ETCD_BIN) CLUSTERREBOOTD_BIN=$(CURDIR)/$(BIN)/clusterrebootd $(GO) test -v -run '^$$' -bench Fleet -benchtime 1x -timeout 60m ./cmd/clusterrebootd/
 
 # Packages use the same version stamp and linker flags as `build`.
 PKG_ENV = GO='$(GO)' VERSION='$(VERSION)' COMMIT='$(COMMIT)' LDFLAGS='$(LDFLAGS)'

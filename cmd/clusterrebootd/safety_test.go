@@ -6,7 +6,8 @@ package main
 // run-dir markers) and the reboot itself are simulated. A checker fails the
 // run if more than max_concurrent slots ever existed at one etcd revision,
 // if any node rebooted without holding its slot, or if a slot or lock key is
-// left behind.
+// left behind (the shared history checker, test/histcheck, with every rule
+// it has).
 
 import (
 	"context"
@@ -29,6 +30,7 @@ import (
 	"github.com/clusterrebootd/clusterrebootd/lib/config"
 	co "github.com/clusterrebootd/clusterrebootd/lib/coordinator"
 	"github.com/clusterrebootd/clusterrebootd/test/etcdtest"
+	"github.com/clusterrebootd/clusterrebootd/test/histcheck"
 )
 
 func TestRandomizedSafety(t *testing.T) {
@@ -107,6 +109,9 @@ type sim struct {
 	kills    atomic.Int64
 	killProb float64
 	release  bool // slot_expiry = release (runs with kills)
+
+	evMu       sync.Mutex
+	nodeEvents []histcheck.Event // reboot requests, downs and boots
 }
 
 type simNode struct {
@@ -167,6 +172,7 @@ func runSim(t *testing.T, srv *etcdtest.Server, r *rand.Rand, name string, resta
 			t.Fatal(err)
 		}
 		s.nodes = append(s.nodes, nd)
+		s.note(histcheck.Up, nd.name, nd.bootID)
 	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -208,7 +214,6 @@ func runSim(t *testing.T, srv *etcdtest.Server, r *rand.Rand, name string, resta
 		t.Errorf("liveness: not every node rebooted and released its slot within 60s (kills %d)", s.kills.Load())
 	}
 	s.checkHistory(start.Header.Revision)
-	s.checkNothingLeft()
 	st := simStats{kills: int(s.kills.Load())}
 	for _, nd := range s.nodes {
 		st.reboots += nd.rebooted
@@ -392,13 +397,17 @@ func (r simRebooter) Reboot(ctx context.Context, reason string) error {
 	bootID := nd.bootID
 	nd.off = true
 	nd.mu.Unlock()
+	s.note(histcheck.RebootAsked, nd.name, bootID)
+	s.note(histcheck.Down, nd.name, bootID)
 	s.verifySlot(nd.name, bootID)
 	go func() {
 		time.Sleep(s.dur(s.bootMin, s.bootMax))
 		nd.mu.Lock()
 		nd.bootID, nd.off, nd.marker = randomID(rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))), false, ""
 		nd.rebooted++
+		boot := nd.bootID
 		nd.mu.Unlock()
+		s.note(histcheck.Up, nd.name, boot)
 		if err := os.Remove(filepath.Join(nd.dir, "reboot-required")); err != nil && !os.IsNotExist(err) {
 			s.t.Error(err)
 		}
@@ -450,66 +459,42 @@ func (s *sim) verifySlot(node, bootID string) {
 	}
 }
 
-// checkHistory replays every change to P/slots/ since the run started, in
-// etcd's revision order: at no revision more than max slots existed.
+// checkHistory runs the shared history checker (test/histcheck) on the
+// run: every change of the slot and mutex keys and every history record
+// since the run started, replayed in etcd's revision order, with the nodes'
+// reboot requests, downs and boots; the slot and mutex keys must be gone
+// once killed holders' leases expired (lock.ttl).
 func (s *sim) checkHistory(fromRev int64) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	now, err := s.checker.Get(ctx, "/")
+	fin, err := histcheck.Settle(ctx, s.checker, s.prefix, 10*time.Second)
 	if err != nil {
 		s.t.Errorf("history: %v", err)
 		return
 	}
-	wch := s.checker.Watch(ctx, s.prefix+"/slots/", clientv3.WithPrefix(), clientv3.WithRev(fromRev+1))
-	held := map[string]bool{}
-	peak, taken := 0, 0
-	for resp := range wch {
-		if err := resp.Err(); err != nil {
-			s.t.Errorf("history watch: %v", err)
-			return
-		}
-		for _, ev := range resp.Events {
-			k := string(ev.Kv.Key)
-			if ev.Type == clientv3.EventTypeDelete {
-				delete(held, k)
-			} else if ev.IsCreate() {
-				held[k] = true
-				taken++
-			}
-			if len(held) > peak {
-				peak = len(held)
-			}
-			if len(held) > s.max {
-				s.t.Errorf("SAFETY: %d slots at revision %d (max_concurrent %d)", len(held), ev.Kv.ModRevision, s.max)
-			}
-		}
-		if resp.Header.Revision >= now.Header.Revision {
-			break
-		}
+	evs, _, err := histcheck.Collect(ctx, s.checker, s.prefix, fromRev+1)
+	if err != nil {
+		s.t.Errorf("history: %v", err)
+		return
 	}
-	if taken == 0 {
+	s.evMu.Lock()
+	evs = append(evs, s.nodeEvents...)
+	s.evMu.Unlock()
+	r := histcheck.Check(histcheck.Log{MaxConcurrent: s.max, Events: evs, Locks: true, Final: fin})
+	for _, v := range r.Violations {
+		s.t.Error(v)
+	}
+	if r.SlotsTaken == 0 {
 		s.t.Errorf("history: no slot was ever taken")
 	}
+	s.t.Log(r.Summary())
 }
 
-// checkNothingLeft: no slot remains, and the lock queue empties once killed
-// holders' leases have expired (lock.ttl).
-func (s *sim) checkNothingLeft() {
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		slots, err1 := s.checker.Get(ctx, s.prefix+"/slots/", clientv3.WithPrefix(), clientv3.WithCountOnly())
-		locks, err2 := s.checker.Get(ctx, s.prefix+"/lock/", clientv3.WithPrefix(), clientv3.WithCountOnly())
-		cancel()
-		if err1 == nil && err2 == nil && slots.Count == 0 && locks.Count == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			s.t.Errorf("left behind: slots %v locks %v (%v %v)", slots, locks, err1, err2)
-			return
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+// note records a node-side event for the history checker.
+func (s *sim) note(kind histcheck.Kind, node, bootID string) {
+	s.evMu.Lock()
+	defer s.evMu.Unlock()
+	s.nodeEvents = append(s.nodeEvents, histcheck.Event{Kind: kind, Node: node, BootID: bootID, At: time.Now(), Source: "sim"})
 }
 
 // testConfig is a node's configuration for in-process runs: file detector

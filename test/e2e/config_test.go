@@ -112,11 +112,13 @@ type nodeConfig struct {
 	RespectInhibitors bool
 	FallbackNodes     []string // [policy] fallback_nodes
 	NodeHealthCommand []string // [health] node_health_command
+	MaxRebootDuration string   // [lock] max_reboot_duration
 }
 
 func defaultNodeConfig(cluster string, endpoints []string) nodeConfig {
 	c := nodeConfig{Cluster: cluster, Endpoints: endpoints, LockTTL: "10s", HealthTimeout: "5s",
-		MaxHoldWait: "3m", Holder: defaultHolder, RebootMethod: defaultRebootMethod, RespectInhibitors: true}
+		MaxHoldWait: "3m", Holder: defaultHolder, RebootMethod: defaultRebootMethod, RespectInhibitors: true,
+		MaxRebootDuration: "5m"}
 	if v := os.Getenv(envHolder); v != "" {
 		c.Holder = v
 	}
@@ -180,7 +182,7 @@ max_concurrent = 1
 max_hold_wait = %q
 backoff_min = "1s"
 backoff_max = "2s"
-max_reboot_duration = "5m"
+max_reboot_duration = %q
 
 [policy]
 fallback_nodes = %s
@@ -193,7 +195,7 @@ holder = %q
 [metrics]
 textfile = ""
 `, c.Node, c.Cluster, rebootRequired, gateScriptPath, c.HealthTimeout, tomlList(c.NodeHealthCommand),
-		tomlList(c.Endpoints), c.LockTTL, c.MaxHoldWait, tomlList(c.FallbackNodes), reboot, c.Holder)
+		tomlList(c.Endpoints), c.LockTTL, c.MaxHoldWait, c.MaxRebootDuration, tomlList(c.FallbackNodes), reboot, c.Holder)
 }
 
 func randomHex(n int) (string, error) {

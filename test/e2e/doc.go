@@ -32,5 +32,12 @@
 // slot of the rebooting node, no two nodes between "reboot requested" and
 // "slot released" at once, and no two nodes down at once.
 //
+// The checker is test/histcheck, shared with the in-process randomized
+// suite (cmd/clusterrebootd/safety_test.go).
+//
+// TestChaos (E2E_CHAOS_RUNS=N, E2E_CHAOS_SEED=S; skipped otherwise) is the
+// fault matrix: randomized runs combining an etcd fault with a node fault,
+// each judged by the same checker (chaos_test.go).
+//
 // Traffic goes only to the bridge and namespaces the suite creates.
 package e2e

@@ -86,6 +86,8 @@ func teardownNetwork() {
 		_ = ip("netns", "del", etcdNS(i))
 		_ = ip("link", "del", etcdVeth(i))
 	}
+	_ = ip("netns", "del", quotaNS) // the chaos quota scenario's own etcd
+	_ = ip("link", "del", quotaVeth)
 	_ = ip("link", "del", bridgeName)
 }
 

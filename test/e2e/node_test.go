@@ -356,6 +356,13 @@ func (n *Node) stop() {
 	pid = n.nspawnPID
 	n.mu.Unlock()
 	if pid != 0 {
+		// The node's systemd first: a container whose nspawn dies
+		// survives it (it keeps its veth, and the next node of that name
+		// cannot start). SIGKILL to a PID namespace's init ends the
+		// namespace.
+		if init := childNamed(pid, "systemd"); init != 0 {
+			_ = syscall.Kill(init, syscall.SIGKILL)
+		}
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
 	<-n.done

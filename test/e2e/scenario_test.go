@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/clusterrebootd/clusterrebootd/lib/cluster"
+	"github.com/clusterrebootd/clusterrebootd/test/histcheck"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -35,12 +36,23 @@ type scenario struct {
 	start         time.Time
 	dir           string // the nodes' overlays and console logs
 	safetyChecked bool
+	startRev      int64 // etcd revision before the scenario began
+	violations    int   // found by checkSafety
+	// The history up to compactRev, read before the test compacted etcd
+	// (the history checker reads the rest from etcd).
+	preCompaction []histcheck.Event
+	compactRev    int64
 }
 
 // newScenario prepares n nodes (not yet booted). tweak adjusts the node
 // configuration. Everything is torn down when the test ends.
 func newScenario(t *testing.T, name string, n int, tweak func(*nodeConfig)) *scenario {
-	s := needSuite(t)
+	return newScenarioOn(t, needSuite(t), name, n, tweak)
+}
+
+// newScenarioOn is newScenario on a given suite (a copy of the shared one
+// with another etcd, for instance).
+func newScenarioOn(t *testing.T, s *suite, name string, n int, tweak func(*nodeConfig)) *scenario {
 	suffix, err := randomHex(3)
 	if err != nil {
 		t.Fatal(err)
@@ -53,6 +65,7 @@ func newScenario(t *testing.T, name string, n int, tweak func(*nodeConfig)) *sce
 	if err != nil {
 		t.Fatal(err)
 	}
+	sc.startRev = rev
 	sc.watch = watchSlots(s.etcd.cli, sc.prefix+"/slots/", rev+1, sc.tl)
 	cfg := defaultNodeConfig(cluster, s.etcd.endpoints())
 	if tweak != nil {
