@@ -1,25 +1,28 @@
 // Command tick measures the cost of the common case: `clusterrebootd check
 // --once` on a node that needs no reboot, against a real (embedded) etcd.
 // It reports wall time, CPU time, peak RSS and etcd gRPC requests per tick
-// (from the server's own Prometheus counters), plus the binary's size.
+// (from the server's own Prometheus counters, by gRPC method), plus the
+// binary's size and the load average. -runs repeats the measurement so a
+// shared machine's noise shows; the figures are upper bounds.
 //
-//	cd hack && go run ./bench/tick -binary ../bin/clusterrebootd -n 200
+//	cd hack && go run ./bench/tick -binary ../bin/clusterrebootd -n 200 -runs 3
 package main
 
 import (
 	"bufio"
 	"flag"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"go.etcd.io/etcd/server/v3/embed"
@@ -29,14 +32,15 @@ import (
 func main() {
 	binary := flag.String("binary", "", "clusterrebootd binary")
 	n := flag.Int("n", 100, "ticks to measure")
+	runs := flag.Int("runs", 1, "repeat the measurement this many times")
 	flag.Parse()
-	if err := run(*binary, *n); err != nil {
+	if err := run(*binary, *n, *runs); err != nil {
 		fmt.Fprintln(os.Stderr, "tick:", err)
 		os.Exit(1)
 	}
 }
 
-func run(binary string, n int) error {
+func run(binary string, n, runs int) error {
 	if binary == "" {
 		return fmt.Errorf("-binary is required")
 	}
@@ -45,6 +49,12 @@ func run(binary string, n int) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
+	// The spawn helper (hack/bench/spawn) reports the check's own peak RSS;
+	// built from this module, so run from hack/ (go run ./bench/tick).
+	spawner := filepath.Join(dir, "spawn")
+	if out, err := exec.Command("go", "build", "-o", spawner, "./bench/spawn").CombinedOutput(); err != nil {
+		return fmt.Errorf("build ./bench/spawn (run from hack/): %w: %s", err, out)
+	}
 	endpoint, stop, err := startEtcd(filepath.Join(dir, "etcd"))
 	if err != nil {
 		return err
@@ -79,40 +89,84 @@ run_dir = %q
 	if err := exec.Command(binary, "--config", cfgPath, "check", "--once").Run(); err != nil {
 		return fmt.Errorf("warm-up check: %w", err)
 	}
+	fi, err := os.Stat(binary)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("check --once, nothing needed, %d ticks x %d runs against embedded etcd on loopback; %d CPUs; binary %.1f MiB\n",
+		n, runs, runtime.NumCPU(), float64(fi.Size())/(1<<20))
+	for r := range runs {
+		if err := measure(spawner, binary, cfgPath, endpoint, n, r+1); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// measure runs n ticks and prints one line of figures.
+func measure(spawner, binary, cfgPath, endpoint string, n, r int) error {
 	before, err := grpcRequests(endpoint)
 	if err != nil {
 		return err
 	}
+	load0 := loadavg()
 	var walls, cpus []time.Duration
 	var maxRSS int64
+	var floor int64
+	usage := filepath.Join(filepath.Dir(cfgPath), "usage")
 	for range n {
-		cmd := exec.Command(binary, "--config", cfgPath, "--log-level", "warn", "check", "--once")
-		start := time.Now()
+		// Through spawn: started directly from this process (an embedded
+		// etcd, tens of MiB), the child's ru_maxrss would be ours.
+		cmd := exec.Command(spawner, usage, binary, "--config", cfgPath, "--log-level", "warn", "check", "--once")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			return fmt.Errorf("check: %w: %s", err, out)
 		}
-		walls = append(walls, time.Since(start))
-		ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
-		cpus = append(cpus, time.Duration(ru.Utime.Nano()+ru.Stime.Nano()))
-		maxRSS = max(maxRSS, ru.Maxrss)
+		b, err := os.ReadFile(usage)
+		if err != nil {
+			return err
+		}
+		var wall, utime, stime, rss, self int64
+		if _, err := fmt.Sscan(string(b), &wall, &utime, &stime, &rss, &self); err != nil {
+			return fmt.Errorf("spawn output %q: %w", b, err)
+		}
+		walls = append(walls, time.Duration(wall))
+		cpus = append(cpus, time.Duration(utime+stime))
+		maxRSS = max(maxRSS, rss)
+		floor = max(floor, self)
 	}
 	after, err := grpcRequests(endpoint)
 	if err != nil {
 		return err
 	}
-	fi, err := os.Stat(binary)
-	if err != nil {
-		return err
-	}
 	slices.Sort(walls)
 	slices.Sort(cpus)
-	fmt.Printf("check --once, nothing needed, %d ticks against embedded etcd on loopback\n", n)
+	fmt.Printf("run %d (load %s -> %s):\n", r, load0, loadavg())
 	fmt.Printf("  wall:  p50 %s  p99 %s  max %s\n", pct(walls, 50), pct(walls, 99), walls[len(walls)-1])
 	fmt.Printf("  cpu:   p50 %s  p99 %s (user+sys)\n", pct(cpus, 50), pct(cpus, 99))
-	fmt.Printf("  peak RSS: %.1f MiB\n", float64(maxRSS)/1024)
-	fmt.Printf("  etcd gRPC requests per tick: %.2f\n", float64(after-before)/float64(n))
-	fmt.Printf("  binary: %.1f MiB\n", float64(fi.Size())/(1<<20))
+	fmt.Printf("  peak RSS: %.1f MiB (ru_maxrss via spawn, whose own %.1f MiB is the floor)\n", float64(maxRSS)/1024, float64(floor)/1024)
+	var total int64
+	var parts []string
+	for _, m := range slices.Sorted(maps.Keys(after)) {
+		if d := after[m] - before[m]; d > 0 {
+			total += d
+			parts = append(parts, fmt.Sprintf("%s %.2f", m, float64(d)/float64(n)))
+		}
+	}
+	fmt.Printf("  etcd gRPC requests per tick: %.2f (%s)\n", float64(total)/float64(n), strings.Join(parts, ", "))
 	return nil
+}
+
+// loadavg is the first three fields of /proc/loadavg.
+func loadavg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], " ")
 }
 
 func pct(d []time.Duration, p int) time.Duration {
@@ -120,14 +174,15 @@ func pct(d []time.Duration, p int) time.Duration {
 	return d[min(max(i-1, 0), len(d)-1)].Round(10 * time.Microsecond)
 }
 
-// grpcRequests sums etcd's grpc_server_started_total counter.
-func grpcRequests(endpoint string) (int64, error) {
+// grpcRequests reads etcd's grpc_server_started_total counter by method
+// (unary calls, and streams opened).
+func grpcRequests(endpoint string) (map[string]int64, error) {
 	resp, err := http.Get(endpoint + "/metrics")
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	defer resp.Body.Close()
-	var total int64
+	total := map[string]int64{}
 	sc := bufio.NewScanner(resp.Body)
 	for sc.Scan() {
 		line := sc.Text()
@@ -136,8 +191,10 @@ func grpcRequests(endpoint string) (int64, error) {
 		}
 		f := strings.Fields(line)
 		v, err := strconv.ParseFloat(f[len(f)-1], 64)
+		_, method, _ := strings.Cut(line, `grpc_method="`)
+		method, _, _ = strings.Cut(method, `"`)
 		if err == nil {
-			total += int64(v)
+			total[method] += int64(v)
 		}
 	}
 	return total, sc.Err()
