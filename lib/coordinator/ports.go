@@ -186,6 +186,10 @@ type State struct {
 	// by the kill switch still releases the slot of a finished reboot when
 	// it is set, so a local kill switch never freezes the cluster.
 	SlotBootID string `json:"slot_boot_id,omitempty"`
+	// CountedSlot names the slot (boot id @ acquired_at) whose reboot the
+	// loop guard counted last, so a release retried after an etcd error
+	// does not count it twice.
+	CountedSlot string `json:"counted_slot,omitempty"`
 }
 
 // Recorder is told what a run did, for the node's metrics (DESIGN §7). Its

@@ -56,6 +56,17 @@ func (c *Coordinator) postBoot(ctx context.Context, slot Slot, bootID string, al
 		return true, nil
 	}
 
+	// The reboot-loop guard counts reboots that happened (a new boot_id),
+	// so a dry run, a failed reboot call or a holder killed before the call
+	// never count. The count is saved before the slot goes: a state file
+	// that cannot be written keeps the slot (the guard must not fail open),
+	// and a release that fails is retried without counting twice.
+	if err := c.countReboot(slot, now); err != nil {
+		alive.Blocked = "cannot record the reboot for the reboot-loop guard, slot kept: " + err.Error()
+		c.log.Error("back from reboot but the state file cannot be written: keeping the slot", "event", "post-boot-state-error", "error", err)
+		return true, failure("state", err)
+	}
+
 	// Tell the cluster this node is healthy again before the slot goes, so
 	// the holder that wakes on the release counts it as up.
 	alive.State, alive.Healthy, alive.Blocked, alive.UpdatedAt = StateIdle, true, "", now
@@ -72,22 +83,26 @@ func (c *Coordinator) postBoot(ctx context.Context, slot Slot, bootID string, al
 	if err := c.Host.MarkRebooted(now); err != nil {
 		c.log.Warn("could not write the rebooted marker", "error", err)
 	}
-	// The reboot-loop guard counts reboots that happened (a new boot_id),
-	// so a dry run, a failed reboot call or a holder killed before the call
-	// never count.
+	return false, nil
+}
+
+// countReboot records slot's completed reboot in the state file once: the
+// slot's identity (boot and acquisition time) is kept with the count.
+func (c *Coordinator) countReboot(slot Slot, now time.Time) error {
 	st, err := c.State.Load()
 	if err != nil {
-		return false, failure("state", err)
+		return err
+	}
+	id := slot.BootID + "@" + slot.AcquiredAt.UTC().Format(time.RFC3339Nano)
+	if st.CountedSlot == id {
+		return nil
 	}
 	if st.RebootsForReason == nil {
 		st.RebootsForReason = map[string]int{}
 	}
 	st.RebootsForReason[slot.Reason]++
-	st.LastRebootAt, st.LastRebootReason, st.SlotBootID = now, slot.Reason, ""
-	if err := c.State.Save(st); err != nil {
-		return false, failure("state", err)
-	}
-	return false, nil
+	st.LastRebootAt, st.LastRebootReason, st.SlotBootID, st.CountedSlot = now, slot.Reason, "", id
+	return c.State.Save(st)
 }
 
 // sameBoot: the slot was taken in this boot. Either the reboot is still on

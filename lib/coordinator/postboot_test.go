@@ -103,12 +103,34 @@ func TestCheckPostBoot(t *testing.T) {
 		{
 			// The reboot-loop guard could not count the reboot: the run
 			// fails visibly instead of detecting and queueing again.
-			name: "state failure after the release fails the run",
+			// The loop guard must not fail open: no count, no release.
+			name: "state file cannot be written: slot kept",
 			setup: func(e *env) {
 				ownSlot(e, nil)
 				e.st.saveErr = errBoom
 			},
-			code: CodeInternal, gate: "state", released: EventCompleted,
+			code: CodeInternal, gate: "state",
+		},
+		{
+			// Counted, then the release fails: the next run releases
+			// without counting the same reboot twice.
+			name: "release fails after the count: retried, counted once",
+			setup: func(e *env) {
+				ownSlot(e, nil)
+				e.cl.releaseErr = unavailable("txn")
+			},
+			code: CodeEtcd, gate: "etcd",
+			check: func(t *testing.T, e *env) {
+				e.cl.releaseErr = nil
+				// The reason is still there: the guard (count 1) stops it.
+				wantErr(t, e.coord(t).Check(t.Context()), CodeBlocked, "reboot-loop-guard")
+				if _, has := e.cl.slot(self); has {
+					t.Error("slot still held after the retried release")
+				}
+				if n := e.st.get().RebootsForReason[detYes.Reason]; n != 1 {
+					t.Errorf("reboot counted %d times, want 1", n)
+				}
+			},
 		},
 		{
 			name: "new boot, node unhealthy: kept, healthy_since reset",

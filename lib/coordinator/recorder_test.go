@@ -60,7 +60,7 @@ func TestCheckRecords(t *testing.T) {
 		}, CodeBlocked, 0, Observation{RebootRequired: true, OverdueSlots: 1}},
 		{"detector error", func(e *env) { e.det.set(Detection{Need: NeedUnknown, Reason: "exit 9"}) }, CodeDetector, 0, Observation{}},
 		{"post-boot: released", func(e *env) { ownSlot(e, nil); e.det.set(detNo) }, CodeOK, 1, Observation{}},
-		{"post-boot: released, state file fails", func(e *env) { ownSlot(e, nil); e.st.saveErr = errBoom }, CodeInternal, 1, Observation{}},
+		{"post-boot: state file fails, slot kept", func(e *env) { ownSlot(e, nil); e.st.saveErr = errBoom }, CodeInternal, 0, Observation{SlotHeld: true}},
 		{"post-boot: unhealthy, slot kept", func(e *env) { ownSlot(e, nil); e.nh.ok = false }, CodeHealth, 0, Observation{SlotHeld: true}},
 		{"own slot, same boot, reboot never happened", func(e *env) {
 			ownSlot(e, func(s *Slot) { s.BootID = "boot-2" })

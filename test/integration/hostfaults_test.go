@@ -405,11 +405,6 @@ func testDetectorFlapsWhileQueued(t *testing.T, endpoints []string) {
 // means: no second reboot for that reason without an operator's ack,
 // whatever the state file system says.
 func testLoopGuardStateFull(t *testing.T, endpoints []string) {
-	if skipKnownBugs {
-		t.Skip("known bug reported to the lead: the post-boot check releases the slot before it records the reboot for the " +
-			"reboot-loop guard; with a full state directory the count is lost and the node reboots again for the same reason " +
-			"(CLUSTERREBOOTD_IT_KNOWN_BUGS=run runs it)")
-	}
 	c := newCluster(t, endpoints, defaults())
 	a := c.addNode("node-a")
 	state := a.path("state")
@@ -431,4 +426,24 @@ func testLoopGuardStateFull(t *testing.T, endpoints []string) {
 				"max_reboots_per_reason 1): the reboot-loop guard failed open (exit %d)\n%s", i+1, got, code, tail(out, 3000))
 		}
 	}
+	// Failing closed keeps the slot while the count cannot be saved; once
+	// there is room the slot goes, counted once, and the guard stops the
+	// next reboot for the same reason.
+	if _, held := c.slots()[a.name]; !held {
+		t.Fatal("the slot was released although the reboot could not be recorded for the loop guard")
+	}
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	code, out = a.run("check", "--once")
+	noCrash(t, "check after freeing space", out)
+	_, held := c.slots()[a.name]
+	if held || code != exitBlocked || !strings.Contains(out, "reboot-loop guard") {
+		t.Fatalf("after freeing space: exit %d, slot %v; want the slot released and the loop guard blocking (exit %d)\n%s",
+			code, held, exitBlocked, tail(out, 3000))
+	}
+	if got := c.rebootsOf(a.name); got != 1 {
+		t.Fatalf("%d reboots, want 1", got)
+	}
 }
+
