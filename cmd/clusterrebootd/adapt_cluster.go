@@ -43,11 +43,25 @@ func mapErr(err error) error {
 }
 
 func (p *clusterPort) View(ctx context.Context) (co.View, error) {
+	return p.view(ctx, (*cluster.Client).Snapshot)
+}
+
+func (p *clusterPort) NodeView(ctx context.Context, node string) (co.View, error) {
+	return p.view(ctx, func(c *cluster.Client, ctx context.Context) (cluster.Snapshot, error) {
+		return c.NodeSnapshot(ctx, node)
+	})
+}
+
+func (p *clusterPort) GateView(ctx context.Context) (co.View, error) {
+	return p.view(ctx, (*cluster.Client).SnapshotWithoutQueue)
+}
+
+func (p *clusterPort) view(ctx context.Context, read func(*cluster.Client, context.Context) (cluster.Snapshot, error)) (co.View, error) {
 	c, err := p.lazy.get(ctx)
 	if err != nil {
 		return co.View{}, mapErr(err)
 	}
-	s, err := c.Snapshot(ctx)
+	s, err := read(c, ctx)
 	if err != nil {
 		return co.View{}, mapErr(err)
 	}

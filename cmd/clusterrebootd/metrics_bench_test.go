@@ -262,6 +262,16 @@ func (c traceCluster) View(ctx context.Context) (co.View, error) {
 	return c.Cluster.View(ctx)
 }
 
+func (c traceCluster) NodeView(ctx context.Context, node string) (co.View, error) {
+	defer c.tr.add(c.node, "View", time.Now())
+	return c.Cluster.NodeView(ctx, node)
+}
+
+func (c traceCluster) GateView(ctx context.Context) (co.View, error) {
+	defer c.tr.add(c.node, "View", time.Now())
+	return c.Cluster.GateView(ctx)
+}
+
 func (c traceCluster) PublishAlive(ctx context.Context, a co.Alive) error {
 	defer c.tr.add(c.node, "PublishAlive", time.Now())
 	return c.Cluster.PublishAlive(ctx, a)

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"errors"
 	"log/slog"
 	"reflect"
 	"strings"
@@ -75,6 +76,24 @@ func TestSnapshotDecodesEveryKind(t *testing.T) {
 		owner.CreateRevision != slot.FenceRevision || owner.Lease != s.LeaseID() ||
 		owner.PID != 4242 || owner.BootID != "boot-n2" || owner.QueuedAt.IsZero() {
 		t.Errorf("Queue = %+v (session key %s, fence %d)", snap.Queue, s.Key(), slot.FenceRevision)
+	}
+
+	// Without the queue: everything else identical, at one revision.
+	nq, err := e.c.SnapshotWithoutQueue(ctx)
+	if err != nil {
+		t.Fatalf("SnapshotWithoutQueue: %v", err)
+	}
+	if len(nq.Queue) != 0 {
+		t.Errorf("SnapshotWithoutQueue has a queue: %+v", nq.Queue)
+	}
+	nq.Queue, snap.Queue = nil, nil
+	if !reflect.DeepEqual(nq, snap) {
+		t.Errorf("SnapshotWithoutQueue = %+v\nwant %+v", nq, snap)
+	}
+	// Keys beside the lock prefix are still read (and refused when unknown).
+	e.put(t, e.P+"/lockx", "x")
+	if _, err := e.c.SnapshotWithoutQueue(ctx); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("SnapshotWithoutQueue with an unknown key %s/lockx: %v", e.P, err)
 	}
 }
 
@@ -162,5 +181,55 @@ func TestSlotOverdue(t *testing.T) {
 	}
 	if !s.Overdue(s.Deadline.Add(time.Nanosecond)) {
 		t.Fatal("not overdue after its deadline")
+	}
+}
+
+// NodeSnapshot reads this node's records, every slot, pause and settings,
+// and nothing of the other nodes: its size does not grow with the cluster.
+func TestNodeSnapshot(t *testing.T) {
+	e := newEnv(t)
+	ctx := ctxT(t)
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	for _, n := range []string{"n1", "n2", "n3"} {
+		if err := e.c.Register(ctx, n); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.c.PublishAlive(ctx, testAlive(n), time.Minute); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := e.c.SetPause(ctx, Pause{Reason: "r", By: "b", At: now}); err != nil {
+		t.Fatal(err)
+	}
+	s := e.session(t, "n3", time.Minute)
+	if err := s.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.AcquireSlot(ctx, testSlot("n3", now), HistoryEvent{}, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	snap, err := e.c.NodeSnapshot(ctx, "n1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(snap.Members) != 1 || snap.Members[0].Node != "n1" || len(snap.Alive) != 1 || snap.Alive[0].Node != "n1" {
+		t.Errorf("members %+v, alive %+v: want only n1's", snap.Members, snap.Alive)
+	}
+	if snap.AliveLease("n1") == 0 {
+		t.Error("no lease hint for n1's alive record")
+	}
+	if _, ok := snap.Slot("n3"); !ok || len(snap.Slots) != 1 {
+		t.Errorf("slots %+v, want n3's", snap.Slots)
+	}
+	if snap.Pause == nil || len(snap.Queue) != 0 {
+		t.Errorf("pause %+v, queue %+v", snap.Pause, snap.Queue)
+	}
+	if _, err := e.c.NodeSnapshot(ctx, "../x"); !errors.Is(err, ErrInvalid) {
+		t.Errorf("NodeSnapshot of an impossible name: %v", err)
+	}
+	// A corrupt own record still blocks.
+	e.put(t, e.P+"/alive/n1", "{garbage")
+	if _, err := e.c.NodeSnapshot(ctx, "n1"); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("NodeSnapshot with a corrupt own alive record: %v", err)
 	}
 }

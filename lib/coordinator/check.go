@@ -22,7 +22,9 @@ func (c *Coordinator) Check(ctx context.Context) error {
 	if err != nil {
 		return failure("boot-id", err)
 	}
-	view, err := c.Cluster.View(ctx)
+	// The common case needs nothing of the other nodes: read them only
+	// when a reboot is needed (O(1) per idle tick, whatever the fleet).
+	view, err := c.Cluster.NodeView(ctx, c.opt.Node)
 	if err != nil {
 		return failure("etcd", err)
 	}
@@ -60,8 +62,8 @@ func (c *Coordinator) Check(ctx context.Context) error {
 		if err != nil || held {
 			return err
 		}
-		// Released: read again so the gates see the cluster without it.
-		if view, err = c.Cluster.View(ctx); err != nil {
+		// Released: read again (the gates below read the whole cluster).
+		if view, err = c.Cluster.NodeView(ctx, c.opt.Node); err != nil {
 			return failure("etcd", err)
 		}
 	}
@@ -95,6 +97,10 @@ func (c *Coordinator) Check(ctx context.Context) error {
 		return nil
 	}
 
+	if view, err = c.Cluster.View(ctx); err != nil {
+		alive.State, alive.Blocked = StateError, "cannot read the cluster: "+err.Error()
+		return failure("etcd", err)
+	}
 	in := &gateInput{phase: phasePreLock, view: view, now: c.Now(), det: det}
 	if _, f := c.evaluate(ctx, in); f != nil {
 		alive.State, alive.Blocked = StateBlocked, f.Reason

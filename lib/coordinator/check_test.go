@@ -356,3 +356,31 @@ func TestCheckPreLockGateStops(t *testing.T) {
 		}
 	}
 }
+
+// An idle check reads only this node's keys; a needed reboot reads the
+// whole cluster before the gates, and fails closed when it cannot.
+func TestCheckReadsWholeClusterOnlyWhenNeeded(t *testing.T) {
+	e := newEnv()
+	e.det.set(detNo)
+	if err := e.coord(t).Check(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if n := e.rec.count("cluster.View"); n != 1 {
+		t.Errorf("idle check read the cluster %d times, want 1 (own keys)", n)
+	}
+
+	e = newEnv()
+	e.cl.viewErr = func(n int) error {
+		if n == 2 {
+			return unavailable("range")
+		}
+		return nil
+	}
+	wantErr(t, e.coord(t).Check(t.Context()), CodeEtcd, "etcd")
+	if e.rec.count("holder.Start") != 0 {
+		t.Errorf("holder started without the cluster view: %v", e.rec.list())
+	}
+	if a := e.cl.alive[self]; a.State != StateError || !strings.Contains(a.Blocked, "cannot read the cluster") {
+		t.Errorf("alive = %+v", a)
+	}
+}

@@ -153,6 +153,20 @@ func (c *fakeCluster) bump() int64 {
 	return c.rev
 }
 
+func (c *fakeCluster) NodeView(ctx context.Context, node string) (View, error) {
+	v, err := c.View(ctx)
+	v.Queue = nil
+	v.Members = slices.DeleteFunc(v.Members, func(m string) bool { return m != node })
+	v.Alive = slices.DeleteFunc(v.Alive, func(a Alive) bool { return a.Node != node })
+	return v, err
+}
+
+func (c *fakeCluster) GateView(ctx context.Context) (View, error) {
+	v, err := c.View(ctx)
+	v.Queue = nil
+	return v, err
+}
+
 func (c *fakeCluster) View(ctx context.Context) (View, error) {
 	c.rec.add("cluster.View")
 	c.mu.Lock()

@@ -123,7 +123,7 @@ func (h *holdRun) underLock() (*GateResult, Detection, error) {
 	c := h.c
 	for {
 		h.applyReloads()
-		view, err := c.Cluster.View(h.ctx)
+		view, err := c.Cluster.GateView(h.ctx)
 		if err != nil {
 			return nil, Detection{}, h.stopped("reading cluster state", err)
 		}

@@ -12,6 +12,13 @@ import (
 // ErrCorrupt, ErrConflict or ErrLockLost where those apply.
 type Cluster interface {
 	View(ctx context.Context) (View, error)
+	// GateView is View without the mutex queue (Queue empty): what the
+	// holder's gates read under the lock, cheaper with a long queue.
+	GateView(ctx context.Context) (View, error)
+	// NodeView is what an idle check needs, at a cost independent of the
+	// cluster's size: node's own member and alive records, every slot, the
+	// pause and the settings; no other node's records, no queue.
+	NodeView(ctx context.Context, node string) (View, error)
 	Register(ctx context.Context, node string) error
 	PublishAlive(ctx context.Context, a Alive) error
 	UpdateSlot(ctx context.Context, s Slot) (Slot, error)

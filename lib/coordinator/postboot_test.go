@@ -70,8 +70,8 @@ func TestCheckPostBoot(t *testing.T) {
 			released: EventCompleted, detected: true,
 			check: func(t *testing.T, e *env) {
 				// The gates ran against a fresh view without the released slot.
-				if n := e.rec.count("cluster.View"); n != 3 {
-					t.Errorf("View called %d times, want 3 (initial, post-boot, after release)", n)
+				if n := e.rec.count("cluster.View"); n != 4 {
+					t.Errorf("cluster read %d times, want 4 (own keys, post-boot, own keys after release, the gates' whole view)", n)
 				}
 			},
 		},
