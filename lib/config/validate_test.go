@@ -385,3 +385,23 @@ func TestLaterFileFixesBadValue(t *testing.T) {
 		{"config.d/10.toml", 4, "windows.allow[0]", "cannot parse window"},
 	})
 }
+
+func TestValidUnit(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		ok   bool
+	}{
+		{"clusterrebootd-hold.service", true},
+		{"my-hold@x.service", true},
+		{strings.Repeat("a", 247) + ".service", true},
+		{strings.Repeat("a", 248) + ".service", false},
+		{".service", false},
+		{"hold", false},
+		{"a b.service", false},
+		{"hold.service\n", false},
+	} {
+		if got := validUnit(tc.name); got != tc.ok {
+			t.Errorf("validUnit(%q) = %v, want %v", tc.name, got, tc.ok)
+		}
+	}
+}
