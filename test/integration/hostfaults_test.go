@@ -446,4 +446,3 @@ func testLoopGuardStateFull(t *testing.T, endpoints []string) {
 		t.Fatalf("%d reboots, want 1", got)
 	}
 }
-
