@@ -50,7 +50,13 @@ fuzz:
 	@set -e; for pkg in $$($(GO) list ./lib/...); do \
 	  for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
 	    echo "fuzz $$pkg $$f"; \
-	    $(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZTIME) $$pkg >/dev/null; \
+	    log=$$(mktemp); \
+	    if ! $(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZTIME) $$pkg >$$log 2>&1; then \
+	      grep -v '^fuzz: elapsed' $$log | tail -40; \
+	      echo "fuzz $$f failed; running it once more (a crasher found above fails again: it is replayed first)"; \
+	      $(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZTIME) $$pkg >$$log 2>&1 || { grep -v '^fuzz: elapsed' $$log | tail -40; rm -f $$log; exit 1; }; \
+	    fi; \
+	    rm -f $$log; \
 	  done; \
 	done
 
