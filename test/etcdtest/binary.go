@@ -25,27 +25,50 @@ const rootModule = "github.com/clusterrebootd/clusterrebootd"
 // downloads the server's dependencies first).
 const buildTimeout = 9 * time.Minute
 
+// EnvEtcdctl names the environment variable that points at a prebuilt
+// etcdctl (the reference health gate's tests run it).
+const EnvEtcdctl = "CLUSTERREBOOTD_ETCDCTL_BIN"
+
+// hackBinary is a program of the hack/ module a test runs: taken from its
+// environment variable, else <root>/bin/<pkg>, built once when missing.
+type hackBinary struct {
+	env, pkg string
+	once     sync.Once
+	path     string
+	err      error
+}
+
 var (
-	binOnce sync.Once
-	binPath string
-	binErr  error
+	etcdBinary    = &hackBinary{env: EnvBinary, pkg: "etcd"}
+	etcdctlBinary = &hackBinary{env: EnvEtcdctl, pkg: "etcdctl"}
 )
 
 // Binary returns the path of the etcd binary, building it once when needed.
 // It fails the test when the binary can neither be found nor built.
 func Binary(t testing.TB) string {
 	t.Helper()
-	binOnce.Do(func() { binPath, binErr = locateBinary() })
-	if binErr != nil {
-		t.Fatalf("etcdtest: %v", binErr)
-	}
-	return binPath
+	return etcdBinary.get(t)
 }
 
-func locateBinary() (string, error) {
-	if p := os.Getenv(EnvBinary); p != "" {
+// Etcdctl returns the path of an etcdctl binary, like Binary.
+func Etcdctl(t testing.TB) string {
+	t.Helper()
+	return etcdctlBinary.get(t)
+}
+
+func (b *hackBinary) get(t testing.TB) string {
+	t.Helper()
+	b.once.Do(func() { b.path, b.err = b.locate() })
+	if b.err != nil {
+		t.Fatalf("etcdtest: %v", b.err)
+	}
+	return b.path
+}
+
+func (b *hackBinary) locate() (string, error) {
+	if p := os.Getenv(b.env); p != "" {
 		if _, err := os.Stat(p); err != nil {
-			return "", fmt.Errorf("%s=%s: %w", EnvBinary, p, err)
+			return "", fmt.Errorf("%s=%s: %w", b.env, p, err)
 		}
 		return p, nil
 	}
@@ -57,7 +80,7 @@ func locateBinary() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return buildBinary(root)
+	return b.build(root)
 }
 
 // RepoRoot walks up from dir to the directory whose go.mod declares the
@@ -94,19 +117,19 @@ func isRootModule(gomod string) bool {
 	return false
 }
 
-// buildBinary builds <root>/bin/etcd from <root>/hack unless it exists. A
-// flock on <root>/bin/.etcd.lock serialises concurrent test processes, and
-// the binary is renamed into place so nobody ever runs a half-written file.
-func buildBinary(root string) (string, error) {
+// build builds <root>/bin/<pkg> from <root>/hack unless it exists. A flock
+// on <root>/bin/.<pkg>.lock serialises concurrent test processes, and the
+// binary is renamed into place so nobody ever runs a half-written file.
+func (b *hackBinary) build(root string) (string, error) {
 	binDir := filepath.Join(root, "bin")
-	bin := filepath.Join(binDir, "etcd")
+	bin := filepath.Join(binDir, b.pkg)
 	if isExecutable(bin) {
 		return bin, nil
 	}
 	if err := os.MkdirAll(binDir, 0o755); err != nil {
 		return "", err
 	}
-	lock, err := os.OpenFile(filepath.Join(binDir, ".etcd.lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	lock, err := os.OpenFile(filepath.Join(binDir, "."+b.pkg+".lock"), os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
 		return "", err
 	}
@@ -121,12 +144,12 @@ func buildBinary(root string) (string, error) {
 	tmp := fmt.Sprintf("%s.tmp%d", bin, os.Getpid())
 	ctx, cancel := context.WithTimeout(context.Background(), buildTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", tmp, "./etcd")
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", tmp, "./"+b.pkg)
 	cmd.Dir = filepath.Join(root, "hack")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		os.Remove(tmp)
-		return "", fmt.Errorf("go build ./etcd in %s: %w\n%s", cmd.Dir, err, out)
+		return "", fmt.Errorf("go build ./%s in %s: %w\n%s", b.pkg, cmd.Dir, err, out)
 	}
 	if err := os.Rename(tmp, bin); err != nil {
 		os.Remove(tmp)

@@ -137,11 +137,11 @@ func TestTwoServersAreIndependent(t *testing.T) {
 func TestBinaryFromEnv(t *testing.T) {
 	bin := Binary(t)
 	t.Setenv(EnvBinary, bin)
-	if got, err := locateBinary(); err != nil || got != bin {
-		t.Fatalf("locateBinary with %s set = %q, %v", EnvBinary, got, err)
+	if got, err := (&hackBinary{env: EnvBinary, pkg: "etcd"}).locate(); err != nil || got != bin {
+		t.Fatalf("locate with %s set = %q, %v", EnvBinary, got, err)
 	}
 	t.Setenv(EnvBinary, filepath.Join(t.TempDir(), "missing"))
-	if _, err := locateBinary(); err == nil {
+	if _, err := (&hackBinary{env: EnvBinary, pkg: "etcd"}).locate(); err == nil {
 		t.Fatal("missing binary from env: want an error")
 	}
 }
@@ -173,17 +173,17 @@ func TestBuildBinary(t *testing.T) {
 		t.Skip("runs go build")
 	}
 	root := fakeRepo(t, "package main\n\nfunc main() {}\n")
-	bin, err := buildBinary(root)
+	bin, err := etcdBinary.build(root)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if bin != filepath.Join(root, "bin", "etcd") || !isExecutable(bin) {
-		t.Fatalf("buildBinary = %s, not an executable at <root>/bin/etcd", bin)
+		t.Fatalf("build = %s, not an executable at <root>/bin/etcd", bin)
 	}
 	before, _ := os.Stat(bin)
 	// Present: not rebuilt.
-	if again, err := buildBinary(root); err != nil || again != bin {
-		t.Fatalf("second buildBinary = %s, %v", again, err)
+	if again, err := etcdBinary.build(root); err != nil || again != bin {
+		t.Fatalf("second build = %s, %v", again, err)
 	}
 	after, _ := os.Stat(bin)
 	if !after.ModTime().Equal(before.ModTime()) {
@@ -194,7 +194,7 @@ func TestBuildBinary(t *testing.T) {
 	}
 
 	broken := fakeRepo(t, "package main\n\nfunc main() { undefined() }\n")
-	if _, err := buildBinary(broken); err == nil || !strings.Contains(err.Error(), "undefined") {
+	if _, err := etcdBinary.build(broken); err == nil || !strings.Contains(err.Error(), "undefined") {
 		t.Fatalf("broken build: %v, want the compiler's message", err)
 	}
 	if entries, _ := os.ReadDir(filepath.Join(broken, "bin")); len(entries) != 1 {

@@ -1,7 +1,6 @@
 package healthgate
 
 import (
-	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -12,11 +11,8 @@ import (
 	"math/big"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -24,9 +20,6 @@ import (
 	"github.com/clusterrebootd/clusterrebootd/lib/proc"
 	"github.com/clusterrebootd/clusterrebootd/test/etcdtest"
 )
-
-// EnvEtcdctl names a prebuilt etcdctl to use instead of <repo>/bin/etcdctl.
-const EnvEtcdctl = "CLUSTERREBOOTD_ETCDCTL_BIN"
 
 // Bounds of the harness. They bound waits; they are not assertions of speed.
 const (
@@ -42,76 +35,11 @@ const (
 	exitMissing = 3
 )
 
-var (
-	ctlOnce sync.Once
-	ctlPath string
-	ctlErr  error
-)
-
-// etcdctl returns the path of a real etcdctl binary.
+// etcdctl returns the path of a real etcdctl binary
+// ($CLUSTERREBOOTD_ETCDCTL_BIN, else <repo>/bin/etcdctl, built when missing).
 func etcdctl(t *testing.T) string {
 	t.Helper()
-	ctlOnce.Do(func() { ctlPath, ctlErr = locateEtcdctl() })
-	if ctlErr != nil {
-		t.Fatalf("etcdctl: %v", ctlErr)
-	}
-	return ctlPath
-}
-
-func locateEtcdctl() (string, error) {
-	if p := os.Getenv(EnvEtcdctl); p != "" {
-		if _, err := os.Stat(p); err != nil {
-			return "", fmt.Errorf("%s=%s: %w", EnvEtcdctl, p, err)
-		}
-		return p, nil
-	}
-	wd, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	root, err := etcdtest.RepoRoot(wd)
-	if err != nil {
-		return "", err
-	}
-	binDir := filepath.Join(root, "bin")
-	bin := filepath.Join(binDir, "etcdctl")
-	if isExecutable(bin) {
-		return bin, nil
-	}
-	if err := os.MkdirAll(binDir, 0o755); err != nil {
-		return "", err
-	}
-	lock, err := os.OpenFile(filepath.Join(binDir, ".etcdctl.lock"), os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
-		return "", err
-	}
-	defer lock.Close()
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
-		return "", fmt.Errorf("lock %s: %w", lock.Name(), err)
-	}
-	if isExecutable(bin) {
-		return bin, nil
-	}
-	tmp := fmt.Sprintf("%s.tmp%d", bin, os.Getpid())
-	ctx, cancel := context.WithTimeout(context.Background(), buildTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", tmp, "./etcdctl")
-	cmd.Dir = filepath.Join(root, "hack")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		os.Remove(tmp)
-		return "", fmt.Errorf("go build ./etcdctl in %s (does hack/go.mod require go.etcd.io/etcd/etcdctl/v3?): %w\n%s", cmd.Dir, err, out)
-	}
-	if err := os.Rename(tmp, bin); err != nil {
-		os.Remove(tmp)
-		return "", err
-	}
-	return bin, nil
-}
-
-func isExecutable(p string) bool {
-	fi, err := os.Stat(p)
-	return err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0
+	return etcdtest.Etcdctl(t)
 }
 
 // scriptSource is the script as shipped.
