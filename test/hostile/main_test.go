@@ -13,12 +13,12 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/clusterrebootd/clusterrebootd/test/bintest"
 )
 
 // binary is the clusterrebootd binary under test, built once by TestMain.
 var binary string
-
-const productPkg = "github.com/clusterrebootd/clusterrebootd/cmd/clusterrebootd"
 
 // runTimeout bounds every run of the binary. It bounds a wait; it is not an
 // assertion of speed: a run that needs it has hung.
@@ -42,34 +42,13 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	code := 1
-	if binary, err = build(dir); err != nil {
+	if binary, err = bintest.Build(dir, raceEnabled); err != nil {
 		fmt.Fprintln(os.Stderr, "hostile:", err)
 	} else {
 		code = m.Run()
 	}
 	os.RemoveAll(dir)
 	os.Exit(code)
-}
-
-// build compiles the product into dir, with -race when the suite itself runs
-// under the race detector.
-func build(dir string) (string, error) {
-	out := filepath.Join(dir, "clusterrebootd")
-	args := []string{"build", "-o", out}
-	env := os.Environ()
-	if raceEnabled {
-		args = append(args, "-race")
-		env = append(env, "CGO_ENABLED=1")
-	}
-	args = append(args, productPkg)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "go", args...)
-	cmd.Env = env
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go %v: %w\n%s", args, err, b)
-	}
-	return out, nil
 }
 
 // result is one finished run of the binary.

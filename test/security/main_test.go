@@ -1,13 +1,11 @@
 package security
 
 import (
-	"context"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
-	"time"
+
+	"github.com/clusterrebootd/clusterrebootd/test/bintest"
 )
 
 // binary is the clusterrebootd binary under test: $CLUSTERREBOOTD_BIN when
@@ -16,8 +14,6 @@ import (
 var binary string
 
 const envBinary = "CLUSTERREBOOTD_BIN"
-
-const productPkg = "github.com/clusterrebootd/clusterrebootd/cmd/clusterrebootd"
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "clusterrebootd-security-")
@@ -28,23 +24,11 @@ func TestMain(m *testing.M) {
 	code := 1
 	if binary = os.Getenv(envBinary); binary != "" {
 		code = m.Run()
-	} else if binary, err = build(dir); err != nil {
+	} else if binary, err = bintest.Build(dir, false); err != nil {
 		fmt.Fprintln(os.Stderr, "security:", err)
 	} else {
 		code = m.Run()
 	}
 	os.RemoveAll(dir)
 	os.Exit(code)
-}
-
-// build compiles the product into dir.
-func build(dir string) (string, error) {
-	out := filepath.Join(dir, "clusterrebootd")
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, productPkg)
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build: %w\n%s", err, b)
-	}
-	return out, nil
 }
