@@ -28,14 +28,7 @@ func TestEtcdQuorum(t *testing.T) {
 	// Only the first member as endpoint: the script must find the others.
 	r.node.EtcdEndpoints = c.Endpoints()[:1]
 
-	steps := []struct {
-		name  string
-		node  string
-		env   []string
-		phase gate.Phase
-		code  int
-		wants []string
-	}{
+	steps := []quorumStep{
 		{"all healthy", "node-1", nil, preLock, exitOK,
 			[]string{"ok: pre-lock on node-1: etcd: quorum holds: 3 of 3 voting members healthy, 2 left with node-1 (on node-1) down, need 2"}},
 		{"all healthy under the lock", "node-2", nil, underLock, exitOK,
@@ -45,14 +38,7 @@ func TestEtcdQuorum(t *testing.T) {
 		{"no member on this node", "worker-7", []string{"GATE_ETCD_LOCAL_MEMBER=none"}, preLock, exitOK,
 			[]string{"3 left (no member on worker-7)"}},
 	}
-	stopped := []struct {
-		name  string
-		node  string
-		env   []string
-		phase gate.Phase
-		code  int
-		wants []string
-	}{
+	stopped := []quorumStep{
 		{"node-3 down, node-1 would break quorum", "node-1", nil, preLock, exitFailed,
 			[]string{"refused: etcd: quorum would break: 2 of 3 voting members healthy, 1 left with node-1 (on node-1) down, need 2"}},
 		{"same under the lock", "node-1", nil, underLock, exitFailed,
@@ -281,4 +267,14 @@ func enableAuth(t *testing.T, srv *etcdtest.Server) {
 			t.Fatalf("auth setup step %d: %v", i, err)
 		}
 	}
+}
+
+// quorumStep is one run of the gate against the 3-member cluster.
+type quorumStep struct {
+	name  string
+	node  string
+	env   []string
+	phase gate.Phase
+	code  int
+	wants []string
 }
