@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -27,33 +26,8 @@ const (
 	markerRebooted  = "rebooted"
 )
 
-// readSmall reads a small regular file (a boot id, a marker) without ever
-// blocking on a FIFO or reading a device without end.
-func readSmall(path string, limit int64) ([]byte, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s: not a regular file (%s)", path, fi.Mode().Type())
-	}
-	b, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(b)) > limit {
-		return nil, fmt.Errorf("%s: larger than %d bytes", path, limit)
-	}
-	return b, nil
-}
-
 func (h hostPort) BootID() (string, error) {
-	b, err := readSmall(h.bootIDPath, 4096)
+	b, err := obs.ReadFileBounded(h.bootIDPath, 4096)
 	if err != nil {
 		return "", fmt.Errorf("boot id: %w", err)
 	}
@@ -83,7 +57,7 @@ func (h hostPort) MarkRebootRequested(bootID string) error {
 }
 
 func (h hostPort) RebootRequested(bootID string) (bool, error) {
-	b, err := readSmall(filepath.Join(h.runDir, markerRequested), 4096)
+	b, err := obs.ReadFileBounded(filepath.Join(h.runDir, markerRequested), 4096)
 	if errors.Is(err, fs.ErrNotExist) {
 		return false, nil
 	}

@@ -88,26 +88,28 @@ func WriteJSONAtomic(path string, v any, perm os.FileMode) error {
 	return WriteFileAtomic(path, append(data, '\n'), perm)
 }
 
-// ReadJSON decodes the JSON file at path into v, reading at most maxBytes
-// (which must be positive). A missing file is an error wrapping
-// fs.ErrNotExist; a file larger than maxBytes or that does not decode into v
-// is an error wrapping ErrCorruptState that names the file. Other read
-// errors are returned as they are.
-func ReadJSON(path string, v any, maxBytes int64) error {
+// ErrUnreadable is wrapped by ReadFileBounded for a file that is not a
+// regular file or is larger than the bound: its content cannot be trusted.
+var ErrUnreadable = errors.New("obs: not a readable regular file")
+
+// ReadFileBounded reads the regular file at path, at most maxBytes (which
+// must be positive). It never blocks on a FIFO put in the file's place and
+// never reads a device without end: either is an error wrapping
+// ErrUnreadable, as is a file larger than maxBytes. A missing file is an
+// error wrapping fs.ErrNotExist.
+func ReadFileBounded(path string, maxBytes int64) ([]byte, error) {
 	if maxBytes <= 0 {
-		return fmt.Errorf("obs: read %s: maxBytes must be positive, got %d", path, maxBytes)
+		return nil, fmt.Errorf("obs: read %s: maxBytes must be positive, got %d", path, maxBytes)
 	}
-	// O_NONBLOCK: a FIFO put in the file's place must not hang the run; it
-	// is refused below as not a regular file.
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
-		return fmt.Errorf("obs: read %s: %w", path, err)
+		return nil, fmt.Errorf("obs: read %s: %w", path, err)
 	}
 	defer f.Close()
 	if fi, err := f.Stat(); err != nil {
-		return fmt.Errorf("obs: read %s: %w", path, err)
+		return nil, fmt.Errorf("obs: read %s: %w", path, err)
 	} else if !fi.Mode().IsRegular() {
-		return fmt.Errorf("%w: %s: not a regular file (%s)", ErrCorruptState, path, fi.Mode().Type())
+		return nil, fmt.Errorf("%w: %s: not a regular file (%s)", ErrUnreadable, path, fi.Mode().Type())
 	}
 	limit := maxBytes
 	if limit < math.MaxInt64 {
@@ -115,10 +117,26 @@ func ReadJSON(path string, v any, maxBytes int64) error {
 	}
 	data, err := io.ReadAll(io.LimitReader(f, limit))
 	if err != nil {
-		return fmt.Errorf("obs: read %s: %w", path, err)
+		return nil, fmt.Errorf("obs: read %s: %w", path, err)
 	}
 	if int64(len(data)) > maxBytes {
-		return fmt.Errorf("%w: %s: larger than %d bytes", ErrCorruptState, path, maxBytes)
+		return nil, fmt.Errorf("%w: %s: larger than %d bytes", ErrUnreadable, path, maxBytes)
+	}
+	return data, nil
+}
+
+// ReadJSON decodes the JSON file at path into v, reading it with
+// ReadFileBounded. A missing file is an error wrapping fs.ErrNotExist; a
+// file that is not a regular file, is larger than maxBytes or does not
+// decode into v is an error wrapping ErrCorruptState that names the file.
+// Other read errors are returned as they are.
+func ReadJSON(path string, v any, maxBytes int64) error {
+	data, err := ReadFileBounded(path, maxBytes)
+	if errors.Is(err, ErrUnreadable) {
+		return fmt.Errorf("%w: %w", ErrCorruptState, err)
+	}
+	if err != nil {
+		return err
 	}
 	if err := json.Unmarshal(data, v); err != nil {
 		return fmt.Errorf("%w: %s: %w", ErrCorruptState, path, err)

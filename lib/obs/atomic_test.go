@@ -347,3 +347,27 @@ func TestReadJSON(t *testing.T) {
 		})
 	}
 }
+
+func TestReadFileBounded(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "boot_id")
+	if err := os.WriteFile(p, []byte("abc\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := ReadFileBounded(p, 4); err != nil || string(b) != "abc\n" {
+		t.Fatalf("ReadFileBounded = %q, %v", b, err)
+	}
+	for name, path := range map[string]string{
+		"too large": p, "fifo": mkfifo(t, filepath.Join(dir, "fifo")), "device": "/dev/zero", "directory": dir,
+	} {
+		if _, err := ReadFileBounded(path, 3); !errors.Is(err, ErrUnreadable) || !strings.Contains(err.Error(), path) {
+			t.Errorf("%s: %v, want ErrUnreadable naming %s", name, err, path)
+		}
+	}
+	if _, err := ReadFileBounded(filepath.Join(dir, "missing"), 3); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("missing: %v", err)
+	}
+	if _, err := ReadFileBounded(p, 0); err == nil {
+		t.Error("maxBytes 0 accepted")
+	}
+}
