@@ -121,7 +121,22 @@ func (c *Coordinator) Check(ctx context.Context) error {
 	}
 	holderOwnsRecord = false
 	alive.State, alive.Blocked = StateError, "holder: "+err.Error()
-	return failure("holder", err)
+	return holderFailure(err)
+}
+
+// holderFailure is the run's error when the holder did not come up. A
+// holder that exited before it was ready with one of the codes of DESIGN §6
+// (a config error, etcd unreachable, ...) gives the check that code, so the
+// check unit's status tells the same story as the holder's journal.
+func holderFailure(err error) *Error {
+	e := failure("holder", err)
+	var exited interface{ ExitStatus() int }
+	if errors.As(err, &exited) {
+		if c := Code(exited.ExitStatus()); c >= CodeConfig && c <= CodeDetector {
+			e.Code = c
+		}
+	}
+	return e
 }
 
 // nodeHealthy runs the local node-health test; an error counts as unhealthy.

@@ -297,6 +297,26 @@ func TestCheckDecision(t *testing.T) {
 			code:  CodeInternal, gate: "holder", state: StateError, blocked: "holder: dbus: no such unit", started: true,
 		},
 		{
+			name:  "holder exited 6 before it was ready: the check exits 6",
+			setup: func(e *env) { e.holder.startErr = holderExit{status: 6} },
+			code:  CodeEtcd, gate: "holder", state: StateError, blocked: "holder: holder exited with status 6", started: true,
+		},
+		{
+			name:  "holder exited 2 before it was ready: the check exits 2",
+			setup: func(e *env) { e.holder.startErr = holderExit{status: 2} },
+			code:  CodeConfig, gate: "holder", state: StateError, blocked: "holder: holder exited with status 2", started: true,
+		},
+		{
+			name:  "holder exit status outside DESIGN's codes stays internal",
+			setup: func(e *env) { e.holder.startErr = holderExit{status: 137} },
+			code:  CodeInternal, gate: "holder", state: StateError, blocked: "holder: holder exited with status 137", started: true,
+		},
+		{
+			name:  "holder killed (no exit status) stays internal",
+			setup: func(e *env) { e.holder.startErr = holderExit{status: 0} },
+			code:  CodeInternal, gate: "holder", state: StateError, blocked: "holder: holder exited with status 0", started: true,
+		},
+		{
 			name:  "alive publication failure is not fatal",
 			setup: func(e *env) { e.cl.publishErr = unavailable("put") },
 			code:  CodeOK, state: StateWaiting, started: true,
@@ -313,10 +333,10 @@ func TestCheckDecision(t *testing.T) {
 			}
 			a, n := lastAlive(t, e)
 			wantN := 1
-			switch tc.name {
-			case "holder fails to start":
+			switch {
+			case tc.gate == "holder" && tc.started:
 				wantN = 2 // "waiting" before the start, "error" after it failed
-			case "holder already active keeps the holder's state":
+			case tc.name == "holder already active keeps the holder's state":
 				wantN = 2 // the holder's own record, then this run's refresh
 			}
 			if n != wantN {

@@ -767,6 +767,13 @@ func (h *fakeHolder) Active(ctx context.Context) (bool, error) {
 	return h.active, h.activeErr
 }
 
+// holderExit is a transient holder that exited before it was ready, as
+// lib/systemd's JobError reports it.
+type holderExit struct{ status int }
+
+func (e holderExit) Error() string   { return fmt.Sprintf("holder exited with status %d", e.status) }
+func (e holderExit) ExitStatus() int { return e.status }
+
 func (h *fakeHolder) Start(ctx context.Context) error {
 	h.rec.add("holder.Start")
 	return h.startErr

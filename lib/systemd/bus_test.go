@@ -49,8 +49,9 @@ type fakeSystemd struct {
 	noSuchUnit  bool        // unknown units answer NoSuchUnit (else "inactive", as systemd loads them)
 	timers      map[string]any
 	startErr    *dbus.Error
-	jobResult   string // JobRemoved result; "" → never sent
-	resetKeeps  bool   // ResetFailedUnit leaves the unit in place
+	jobResult   string    // JobRemoved result; "" → never sent
+	mainExit    *mainExit // a failed unit's Service properties; nil → systemd's defaults (exit-code, 0, 0)
+	resetKeeps  bool      // ResetFailedUnit leaves the unit in place
 	hang        chan struct{}
 	onStart     func() // called once a start was recorded
 	starts      []startCall
@@ -101,6 +102,13 @@ func (f *fakeSystemd) calls() ([]startCall, []string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return append([]startCall(nil), f.starts...), append([]string(nil), f.resets...)
+}
+
+// mainExit is what systemd reports about a failed service's main process.
+type mainExit struct {
+	result       string // Result
+	code, status int32  // ExecMainCode (1 exited, 2 killed), ExecMainStatus
+	unreadable   bool   // the Service properties answer an error
 }
 
 type sdManager struct{ f *fakeSystemd }
@@ -205,6 +213,22 @@ func (p unitProps) Get(msg dbus.Message, iface, name string) (dbus.Variant, *dbu
 			st = "inactive" // systemd loads the unit: LoadState not-found
 		}
 		return dbus.MakeVariant(st), nil
+	case iface == "org.freedesktop.systemd1.Service":
+		m := f.mainExit
+		if m == nil {
+			m = &mainExit{result: "exit-code"}
+		}
+		if _, ok := f.units[unit]; !ok || m.unreadable {
+			return dbus.Variant{}, busErr(errNoSuchUnit, "Unit not loaded.")
+		}
+		switch name {
+		case "Result":
+			return dbus.MakeVariant(m.result), nil
+		case "ExecMainCode":
+			return dbus.MakeVariant(m.code), nil
+		case "ExecMainStatus":
+			return dbus.MakeVariant(m.status), nil
+		}
 	case iface == "org.freedesktop.systemd1.Timer" && name == "NextElapseUSecRealtime":
 		v, ok := f.timers[unit]
 		if !ok {

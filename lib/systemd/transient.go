@@ -13,7 +13,9 @@ import (
 	"github.com/godbus/dbus/v5"
 )
 
-// ErrJob: the holder's start job ended with a result other than "done".
+// ErrJob: the holder's start job ended with a result other than "done"
+// (as a *JobError, which carries the holder's exit status when it exited
+// before it was ready).
 var ErrJob = errors.New("systemd: start job failed")
 
 // ErrJobTimeout: systemd did not report the start job's result in time. The
@@ -115,13 +117,23 @@ func (h *TransientHolder) properties() []sd.Property {
 		sd.PropExecStart(h.Argv, false),
 		prop("NotifyAccess", "main"),
 		prop("KillMode", "mixed"),
-		prop("CollectMode", "inactive-or-failed"),
+		// A holder that exits 3, 4 or 5 was blocked, not broken (as for
+		// clusterrebootd-check.service); any other failure leaves the unit
+		// "failed" — visible to `systemctl --failed` and readable by the
+		// starting check (JobError) — until the next check resets it.
+		prop("SuccessExitStatus", exitStatusSet{Status: []int32{3, 4, 5}, Signal: []int32{}}),
 		prop("TimeoutStopUSec", usec(stop)),
 	}
 	if h.Watchdog > 0 {
 		props = append(props, prop("WatchdogUSec", usec(h.Watchdog)))
 	}
 	return append(props, h.sandbox()...)
+}
+
+// exitStatusSet is SuccessExitStatus on the bus, signature (aiai).
+type exitStatusSet struct {
+	Status []int32
+	Signal []int32
 }
 
 func prop(name string, v any) sd.Property {
@@ -214,7 +226,7 @@ func (h *TransientHolder) startOnce(ctx context.Context, c *sd.Conn, props []sd.
 	select {
 	case res := <-ch:
 		if res != "done" {
-			return fmt.Errorf("%w: %s start job result %q", ErrJob, h.Unit, res)
+			return jobError(ctx, c, h.Unit, res, d)
 		}
 		return nil
 	case <-t.C:

@@ -100,13 +100,14 @@ func TestStartProperties(t *testing.T) {
 		t.Fatalf("StartTransientUnit(%q, %q)", c.Name, c.Mode)
 	}
 	want := map[string]any{
-		"Description":     "clusterrebootd lock holder",
-		"Type":            "notify",
-		"NotifyAccess":    "main",
-		"KillMode":        "mixed",
-		"CollectMode":     "inactive-or-failed",
-		"TimeoutStopUSec": uint64(45_000_000),
-		"WatchdogUSec":    uint64(30_000_000),
+		"Description":  "clusterrebootd lock holder",
+		"Type":         "notify",
+		"NotifyAccess": "main",
+		"KillMode":     "mixed",
+		// (aiai): exit statuses 3 4 5 (blocked) count as success.
+		"SuccessExitStatus": []any{[]int32{3, 4, 5}, []int32{}},
+		"TimeoutStopUSec":   uint64(45_000_000),
+		"WatchdogUSec":      uint64(30_000_000),
 	}
 	for k, v := range want {
 		if !reflect.DeepEqual(c.Props[k], v) {
@@ -165,9 +166,19 @@ func TestStart(t *testing.T) {
 		wantStarts int
 		wantResets int
 		wantLog    string
+		mainExit   *mainExit // the failed holder's main process, as systemd reports it
+		wantStatus int       // JobError.ExitStatus
 	}{
 		{name: "done", result: "done", wantStarts: 1, wantLog: "holder-started"},
 		{name: "failed", result: "failed", wantErr: ErrJob, wantText: `"failed"`, wantStarts: 1},
+		{name: "failed: holder exited 6", result: "failed", mainExit: &mainExit{result: "exit-code", code: 1, status: 6},
+			wantErr: ErrJob, wantText: "exited with status 6 before it was ready (journalctl -u " + holdUnit + ")", wantStarts: 1, wantStatus: 6},
+		{name: "failed: holder exited 2", result: "failed", mainExit: &mainExit{result: "exit-code", code: 1, status: 2},
+			wantErr: ErrJob, wantText: "status 2", wantStarts: 1, wantStatus: 2},
+		{name: "failed: holder killed by SIGKILL", result: "failed", mainExit: &mainExit{result: "signal", code: 2, status: 9},
+			wantErr: ErrJob, wantText: `service result "signal"`, wantStarts: 1},
+		{name: "failed: service properties unreadable", result: "failed", mainExit: &mainExit{unreadable: true},
+			wantErr: ErrJob, wantText: `start job result "failed" (journalctl`, wantStarts: 1},
 		{name: "timeout result", result: "timeout", wantErr: ErrJob, wantText: `"timeout"`, wantStarts: 1},
 		{name: "canceled", result: "canceled", wantErr: ErrJob, wantStarts: 1},
 		{name: "dependency", result: "dependency", wantErr: ErrJob, wantStarts: 1},
@@ -189,6 +200,7 @@ func TestStart(t *testing.T) {
 			}
 			f.set(func(f *fakeSystemd) {
 				f.jobResult, f.startErr, f.unitErr, f.resetKeeps = tc.result, tc.startErr, tc.unitErr, tc.resetKeeps
+				f.mainExit = tc.mainExit
 			})
 			var buf bytes.Buffer
 			h := newHolder(addr)
@@ -207,6 +219,13 @@ func TestStart(t *testing.T) {
 				t.Fatalf("err = %v, want %v", err, tc.wantErr)
 			case tc.wantText != "" && !strings.Contains(err.Error(), tc.wantText):
 				t.Fatalf("err = %v, want it to contain %q", err, tc.wantText)
+			}
+			var je *JobError
+			if errors.As(err, &je) != (tc.wantErr == ErrJob) {
+				t.Fatalf("err = %#v: JobError iff the job failed", err)
+			}
+			if je != nil && je.ExitStatus() != tc.wantStatus {
+				t.Fatalf("ExitStatus() = %d, want %d (%v)", je.ExitStatus(), tc.wantStatus, err)
 			}
 			starts, resets := f.calls()
 			if len(starts) != tc.wantStarts || len(resets) != tc.wantResets {
