@@ -8,11 +8,22 @@
 # 3. every .rpm: `rpmkeys -K` with KEY imported into a temporary rpm
 #    database: "digests signatures OK";
 # 4. every .deb: debsig-verify with a temporary policy and key ring for KEY
-#    (--policies-dir/--keyrings-dir; /etc/debsig is not touched).
+#    (--policies-dir/--keyrings-dir; /etc/debsig is not touched);
+# 5. every *.intoto.json (the SLSA provenance): it must be listed in
+#    SHA256SUMS (so step 2 authenticated it), and `provenance verify`
+#    (hack/provenance) must accept it: every package and SBOM in DIR is a
+#    subject with the sha256 the statement names. A release without a
+#    statement (made before there was one) is reported, not failed.
 # Exits non-zero on the first file that does not verify. Trust in KEY comes
 # from elsewhere (its fingerprint published out of band): a key shipped
 # beside the files proves nothing by itself.
+#
+# Environment (optional): PROVENANCE, a built hack/provenance (else it is
+# built with $GO [go] from this checkout); PROVENANCE_COMMIT and
+# PROVENANCE_SOURCE_URI, the full commit and repository the provenance must
+# name.
 set -euo pipefail
+hack=$(cd "$(dirname "$0")/.." && pwd)
 dir=$(cd "${1:?usage: verify.sh DIR [KEY.asc]}" && pwd)
 key=$(realpath "${2:-$dir/clusterrebootd-release-key.asc}")
 tmp=$(mktemp -d)
@@ -80,6 +91,30 @@ for d in *.deb; do
 </Policy>
 EOF
 	fi
-	debsig-verify --policies-dir "$tmp/debsig/policies" --keyrings-dir "$tmp/debsig/keyrings" "$d" >&2
+	debsig-verify --policies-dir "$tmp/debsig/policies" --keyrings-dir "$tmp/debsig/keyrings" "$d" >&2 || {
+		say "$d: origin signature does not verify"
+		exit 1
+	}
 done
-say "all signatures and checksums verified"
+
+stmts=0
+for s in *.intoto.json; do
+	[ -e "$s" ] || continue
+	awk -v n="$s" '$2 == n { found = 1 } END { exit !found }' SHA256SUMS || {
+		say "$s: not in SHA256SUMS, so not signed: refusing it"
+		exit 1
+	}
+	prov=${PROVENANCE:-}
+	if [ -z "$prov" ]; then
+		prov=$tmp/provenance
+		(cd "$hack" && GOOS='' GOARCH='' CGO_ENABLED=0 "${GO:-go}" build -o "$prov" ./provenance) || {
+			say "$s: cannot build hack/provenance (set PROVENANCE to a built one)"
+			exit 1
+		}
+	fi
+	"$prov" verify --dir "$dir" ${PROVENANCE_COMMIT:+--commit "$PROVENANCE_COMMIT"} \
+		${PROVENANCE_SOURCE_URI:+--source-uri "$PROVENANCE_SOURCE_URI"} "$s" >&2
+	stmts=$((stmts + 1))
+done
+[ "$stmts" -gt 0 ] || say "no provenance statement (*.intoto.json) in $dir: nothing to check"
+say "all signatures, checksums and provenance verified"
