@@ -51,8 +51,12 @@ type settings struct {
 	NoScript                        bool     // no health script configured
 }
 
+// The timings are short, but not so short that a starved machine (make
+// test runs this suite beside the other -race suites on 2 cores) turns a
+// scheduling stall into a lost lease or a timed-out script: a 2 s lock.ttl
+// expired sessions under load. Tests of expiry wait progressBound(ttl).
 func defaults() settings {
-	return settings{TTL: "2s", HealthTimeout: "1s", MaxHoldWait: "1m", DialTimeout: "2s", RequestTimeout: "2s",
+	return settings{TTL: "5s", HealthTimeout: "3s", MaxHoldWait: "1m", DialTimeout: "5s", RequestTimeout: "5s",
 		MaxRebootDuration: "10m", MaxConcurrent: 1}
 }
 

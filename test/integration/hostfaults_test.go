@@ -241,8 +241,8 @@ func testHealthScriptHangs(t *testing.T, endpoints []string) {
 	for _, phase := range []string{"pre-lock", "under-lock"} {
 		t.Run(phase, func(t *testing.T) {
 			set := defaults()
-			set.HealthTimeout = "1s"
-			set.MaxHoldWait = "4s" // the holder retries a refusing gate until max_hold_wait
+			set.HealthTimeout = "2s" // long enough for the pre-lock pass of "under-lock" on a loaded machine
+			set.MaxHoldWait = "6s"   // the holder retries a refusing gate until max_hold_wait
 			c := newCluster(t, endpoints, set)
 			a := c.addNode("node-a")
 			body := fmt.Sprintf(hangScript, c.dir)
