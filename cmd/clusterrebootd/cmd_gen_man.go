@@ -101,7 +101,7 @@ func genMan(m docApp, date, ver string) string {
 		b.raw(".B " + fmt.Sprint(int(e.code)))
 		b.text(e.text)
 	}
-	b.para(`clusterrebootd-check.service sets SuccessExitStatus=3 4 5: a node that correctly did not reboot is not a failed unit, while 1, 2, 6 and 7 fail it.`)
+	b.para(`clusterrebootd-check.service and the transient clusterrebootd-hold.service set SuccessExitStatus=3 4 5: a node that correctly did not reboot is not a failed unit, while 1, 2, 6 and 7 fail it. When the holder fails before it is ready, the check that started it exits with the holder's status.`)
 
 	def := config.Default()
 	b.sh("ENVIRONMENT")
