@@ -44,7 +44,7 @@ test: lint etcd etcdctl build unit fuzz
 
 unit:
 	CGO_ENABLED=1 CLUSTERREBOOTD_ETCD_BIN=$(ETCD_BIN) CLUSTERREBOOTD_ETCDCTL_BIN=$(ETCDCTL_BIN) $(GO) test -race -count=1 -timeout 20m ./...
-	cd hack && CGO_ENABLED=1 $(GO) test -race -count=1 ./provenance/
+	cd hack && CGO_ENABLED=1 $(GO) test -race -count=1 ./provenance/ ./nfdelay/
 
 # Every fuzz target runs for $(FUZZTIME); the corpus in testdata/fuzz is replayed by `unit`.
 fuzz:

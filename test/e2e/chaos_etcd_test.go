@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -110,13 +111,18 @@ func partitionMember(i int, down bool) error {
 	return ip("link", "set", etcdVeth(i+1), state)
 }
 
-// netem adds delay and loss on every member's link, inside its namespace.
+// netem adds delay and loss on every member's link, inside its namespace,
+// and returns what hack/e2e/netem.sh could install: "netem", or without
+// sch_netem "nfqueue-delay+iptables-loss" (delay and jitter by hack/nfdelay,
+// loss by iptables) or "iptables-loss" (no delay). A member that fails
+// undoes what the others got.
 func netem(delayMS, jitterMS, lossPct int) (string, error) {
+	netemTeardown.Do(func() { onTeardown(func() { _, _ = netemClear() }) })
 	var how string
 	for i := 1; i <= etcdMembers; i++ {
-		out, err := run(20*time.Second, netemScript(), "apply", etcdNS(i), "eth0",
-			fmt.Sprint(delayMS), fmt.Sprint(jitterMS), fmt.Sprint(lossPct))
+		out, err := runNetem("apply", etcdNS(i), "eth0", fmt.Sprint(delayMS), fmt.Sprint(jitterMS), fmt.Sprint(lossPct))
 		if err != nil {
+			_, _ = netemClear()
 			return "", err
 		}
 		how = strings.TrimSpace(out)
@@ -124,17 +130,60 @@ func netem(delayMS, jitterMS, lossPct int) (string, error) {
 	return how, nil
 }
 
-func netemClear() error {
-	var errs []string
+// netemSummary says in words what netem installed.
+func netemSummary(how string, delayMS, jitterMS, lossPct int) string {
+	switch {
+	case how == "netem":
+		return fmt.Sprintf("%dms±%dms delay, %d%% loss (tc netem)", delayMS, jitterMS, lossPct)
+	case strings.HasPrefix(how, "nfqueue-delay"):
+		loss := "no loss"
+		if strings.Contains(how, "iptables-loss") {
+			loss = fmt.Sprintf("%d%% loss via iptables", lossPct)
+		}
+		return fmt.Sprintf("%dms±%dms delay via nfqueue, %s", delayMS, jitterMS, loss)
+	default:
+		return fmt.Sprintf("%d%% loss (no sch_netem in this kernel: %s, no delay)", lossPct, how)
+	}
+}
+
+// netemClear removes delay and loss from every member's link and returns
+// what nfdelay reported on its way out, one line per member that had it.
+func netemClear() (string, error) {
+	var errs, reports []string
 	for i := 1; i <= etcdMembers; i++ {
-		if _, err := run(20*time.Second, netemScript(), "clear", etcdNS(i), "eth0"); err != nil {
+		out, err := runNetem("clear", etcdNS(i), "eth0")
+		if err != nil {
 			errs = append(errs, err.Error())
 		}
+		if r := strings.TrimSpace(out); r != "" {
+			if k := strings.Index(r, "queue "); k >= 0 {
+				r = r[k:] // without nfdelay's log prefix and time
+			}
+			reports = append(reports, fmt.Sprintf("e%d: %s", i, r))
+		}
 	}
+	var err error
 	if len(errs) > 0 {
-		return fmt.Errorf("%s", strings.Join(errs, "; "))
+		err = fmt.Errorf("%s", strings.Join(errs, "; "))
 	}
-	return nil
+	return strings.Join(reports, "; "), err
+}
+
+var netemTeardown sync.Once
+
+// runNetem runs hack/e2e/netem.sh with the suite's nfdelay.
+func runNetem(args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, netemScript(), args...)
+	cmd.Env = append(os.Environ(), envNfdelay+"="+theSuite.nfdelay)
+	cmd.WaitDelay = time.Second
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return stdout.String(), fmt.Errorf("netem.sh %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+	}
+	return stdout.String(), nil
 }
 
 func netemScript() string { return filepath.Join(theSuite.repo, "hack/e2e/netem.sh") }
@@ -202,18 +251,17 @@ func (sc *scenario) etcdFault(f string, r *rand.Rand, delay, ttl time.Duration) 
 			}
 			sc.tl.note("etcd", "etcd reachable again (%v)", err)
 		case efNetem:
-			var how string
+			var how, report string
 			if how, err = netem(delayMS, jitterMS, loss); err != nil {
 				break
 			}
-			what := fmt.Sprintf("%dms±%dms delay, %d%% loss", delayMS, jitterMS, loss)
-			if how != "netem" {
-				what = fmt.Sprintf("%d%% loss (no sch_netem in this kernel: %s, no delay)", loss, how)
-			}
-			sc.tl.note("etcd", "%s on every etcd member's link for %v", what, keep)
+			sc.tl.note("etcd", "%s on every etcd member's link for %v", netemSummary(how, delayMS, jitterMS, loss), keep)
 			time.Sleep(keep)
-			err = netemClear()
+			report, err = netemClear()
 			sc.tl.note("etcd", "latency and loss removed (%v)", err)
+			if report != "" {
+				sc.tl.note("etcd", "nfdelay: %s", report)
+			}
 		}
 		ch <- err
 	}()

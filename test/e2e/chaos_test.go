@@ -30,9 +30,12 @@ import (
 //	                   shuffled by the seed; N >= 40 covers each at least
 //	                   once.
 //	E2E_CHAOS_SEED=S   the seed (default: the time; printed).
+//	E2E_CHAOS_ETCD=F   only combinations with these etcd faults (comma
+//	                   separated names, e.g. etcd-latency-loss; default all).
 const (
 	envChaosRuns = "E2E_CHAOS_RUNS"
 	envChaosSeed = "E2E_CHAOS_SEED"
+	envChaosEtcd = "E2E_CHAOS_ETCD"
 )
 
 // Node faults.
@@ -76,6 +79,13 @@ func TestChaos(t *testing.T) {
 	}
 	// The space quota needs an etcd of its own: with healthy nodes only.
 	combos = append(combos, chaosCombo{efQuota, nfNone})
+	if only := os.Getenv(envChaosEtcd); only != "" {
+		want := strings.Split(only, ",")
+		combos = slices.DeleteFunc(combos, func(c chaosCombo) bool { return !slices.Contains(want, c.etcd) })
+		if len(combos) == 0 {
+			t.Fatalf("%s=%s: no such etcd fault (have %v and %s)", envChaosEtcd, only, etcdFaults, efQuota)
+		}
+	}
 	r := rand.New(rand.NewPCG(seed, seed^0x5851f42d4c957f2d))
 	r.Shuffle(len(combos), func(i, j int) { combos[i], combos[j] = combos[j], combos[i] })
 	t.Logf("chaos: %d runs of %d combinations, %s=%d", runs, len(combos), envChaosSeed, seed)

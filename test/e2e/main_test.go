@@ -26,6 +26,7 @@ const (
 	envKeep    = "E2E_KEEP"           // "1": keep the work directory (logs, node overlays) after the run
 	envHolder  = "E2E_HOLDER"         // [systemd] holder for the nodes, default defaultHolder
 	envReboot  = "E2E_REBOOT_METHOD"  // [reboot] method for the nodes, default defaultRebootMethod
+	envNfdelay = "NFDELAY_BIN"        // prebuilt hack/nfdelay (delay without sch_netem), default: built by the suite
 	workPrefix = "clusterrebootd-e2e-"
 )
 
@@ -33,13 +34,14 @@ const (
 // the bridge and the etcd cluster. Built once, by the first test that needs
 // it; torn down by TestMain.
 type suite struct {
-	repo   string // repository root
-	work   string // host work directory of this run
-	bin    string // clusterrebootd binary installed into the nodes
-	rootfs string // lower directory of every node's overlay
-	etcd   *etcdCluster
-	cg     cgroupLayout
-	timing map[string]time.Duration // setup phases, for the report
+	repo    string // repository root
+	work    string // host work directory of this run
+	bin     string // clusterrebootd binary installed into the nodes
+	nfdelay string // hack/nfdelay: delay and jitter on NFQUEUE (hack/e2e/netem.sh)
+	rootfs  string // lower directory of every node's overlay
+	etcd    *etcdCluster
+	cg      cgroupLayout
+	timing  map[string]time.Duration // setup phases, for the report
 }
 
 var (
@@ -142,27 +144,35 @@ func setupSuite(t *testing.T) (*suite, error) {
 
 	// The three slow parts run at once: the root file system (network and
 	// disk), the two Go builds (CPU).
+	// Each goroutine writes only its own variables; s.timing is filled
+	// after the Wait.
 	var wg sync.WaitGroup
-	var rootErr, binErr error
+	var rootErr, binErr, nfdErr error
+	var rootTook, binTook time.Duration
 	var etcdBin string
-	wg.Add(2)
+	wg.Add(3)
 	go func() {
 		defer wg.Done()
 		t1 := time.Now()
 		s.rootfs, rootErr = buildRootfs(repo)
-		s.timing["rootfs"] = time.Since(t1)
+		rootTook = time.Since(t1)
 	}()
 	go func() {
 		defer wg.Done()
 		t1 := time.Now()
 		s.bin, binErr = buildBinary(repo, s.work)
-		s.timing["build clusterrebootd"] = time.Since(t1)
+		binTook = time.Since(t1)
+	}()
+	go func() {
+		defer wg.Done()
+		s.nfdelay, nfdErr = buildNfdelay(repo, s.work)
 	}()
 	t1 := time.Now()
 	etcdBin = etcdtest.Binary(t) // builds bin/etcd from hack/ unless present
 	s.timing["build etcd"] = time.Since(t1)
 	wg.Wait()
-	if err := errors.Join(rootErr, binErr); err != nil {
+	s.timing["rootfs"], s.timing["build clusterrebootd"] = rootTook, binTook
+	if err := errors.Join(rootErr, binErr, nfdErr); err != nil {
 		return nil, err
 	}
 
@@ -232,6 +242,30 @@ func buildBinary(repo, work string) (string, error) {
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("go build ./cmd/clusterrebootd: %w\n%s", err, b)
+	}
+	return out, nil
+}
+
+// buildNfdelay builds hack/nfdelay (standard library only, a few seconds)
+// into the work directory, unless NFDELAY_BIN names one.
+func buildNfdelay(repo, work string) (string, error) {
+	if p := os.Getenv(envNfdelay); p != "" {
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(repo, p)
+		}
+		if _, err := os.Stat(p); err != nil {
+			return "", fmt.Errorf("%s: %w", envNfdelay, err)
+		}
+		return p, nil
+	}
+	out := filepath.Join(work, "nfdelay")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", out, "./nfdelay")
+	cmd.Dir = filepath.Join(repo, "hack")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build ./nfdelay in hack: %w\n%s", err, b)
 	}
 	return out, nil
 }
