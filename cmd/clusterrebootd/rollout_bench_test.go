@@ -39,6 +39,11 @@ import (
 // timer a random phase (RandomizedDelaySec), poll-aligned fires all timers
 // on the same grid (OnCalendar without randomisation).
 //
+// For watch it also logs the start-up, post-boot and handover percentiles
+// and the makespan's critical path: start-up + handovers + reboots + post-boot
+// checks along the chain of events that ended the rollout, with the median
+// time per traced call (criticalPath).
+//
 // Environment: CLUSTERREBOOTD_BENCH_NODES (default 10,50),
 // CLUSTERREBOOTD_BENCH_MAXCONC (1,2,5), CLUSTERREBOOTD_BENCH_REBOOT (R, 1s),
 // CLUSTERREBOOTD_BENCH_POLL (P, 1s), CLUSTERREBOOTD_BENCH_MODES
@@ -120,7 +125,8 @@ func rolloutWatch(b *testing.B, srv *etcdtest.Server, name string, n, mc int, re
 	var (
 		mu       sync.Mutex
 		released = map[string]time.Time{}
-		calls    []time.Time // reboot calls
+		calls    []rebootAt // reboot calls
+		callOf   = map[string]time.Time{}
 		boots    = map[string]time.Time{}
 		wg       sync.WaitGroup
 		done     = make(chan struct{})
@@ -140,8 +146,10 @@ func rolloutWatch(b *testing.B, srv *etcdtest.Server, name string, n, mc int, re
 	var check func(nd *simNode)
 	check = func(nd *simNode) {
 		p := &simProc{}
+		dialStart := time.Now()
 		client, err := cluster.Dial(ctx, cluster.Options{Endpoints: srv.Endpoints(), DialTimeout: 5 * time.Second,
 			RequestTimeout: 10 * time.Second, Cluster: name})
+		tr.add(nd.name, "Dial", dialStart)
 		if err != nil {
 			b.Errorf("%s: dial: %v", nd.name, err)
 			return
@@ -168,7 +176,8 @@ func rolloutWatch(b *testing.B, srv *etcdtest.Server, name string, n, mc int, re
 			nd.off = true
 			nd.mu.Unlock()
 			mu.Lock()
-			calls = append(calls, time.Now())
+			calls = append(calls, rebootAt{nd.name, time.Now()})
+			callOf[nd.name] = calls[len(calls)-1].at
 			mu.Unlock()
 			wg.Add(1)
 			go func() { // the node is down for R, then boots and checks at once
@@ -238,19 +247,67 @@ func rolloutWatch(b *testing.B, srv *etcdtest.Server, name string, n, mc int, re
 		relTimes = append(relTimes, t)
 	}
 	slices.SortFunc(relTimes, time.Time.Compare)
-	slices.SortFunc(calls, time.Time.Compare)
+	slices.SortFunc(calls, func(a, b rebootAt) int { return a.at.Compare(b.at) })
 	for _, c := range calls[min(mc, len(calls)):] {
 		// the release that freed this slot: the latest one before the call
-		i, _ := slices.BinarySearchFunc(relTimes, c, time.Time.Compare)
+		i, _ := slices.BinarySearchFunc(relTimes, c.at, time.Time.Compare)
 		if i > 0 {
-			handover = append(handover, c.Sub(relTimes[i-1]))
+			handover = append(handover, c.at.Sub(relTimes[i-1]))
 		}
 	}
 	slices.Sort(postBoot)
 	slices.Sort(handover)
 	b.Logf("  watch: start-up (t0 to first reboot call) %.1f ms; post-boot check (boot to release) p50 %.1f p99 %.1f ms; handover (release to next reboot call) p50 %.1f p99 %.1f ms",
-		ms(calls[0].Sub(t0)), ms(pctl(postBoot, 50)), ms(pctl(postBoot, 99)), ms(pctl(handover, 50)), ms(pctl(handover, 99)))
+		ms(calls[0].at.Sub(t0)), ms(pctl(postBoot, 50)), ms(pctl(postBoot, 99)), ms(pctl(handover, 50)), ms(pctl(handover, 99)))
+	criticalPath(b, tr, t0, reboot, n, mc, released, boots, callOf, last)
 	return last.Sub(t0)
+}
+
+// criticalPath decomposes the makespan along the chain of events that
+// ended it: the last release ← its node's boot ← its reboot call ← the
+// release that freed the slot for that call ← … ← the first wave's call ←
+// t0. makespan = start-up + Σ handover + Σ (reboot R + its timer jitter) +
+// Σ post-boot check, exactly; the overhead over the limit is everything but
+// ⌈N/max⌉·R. Per phase it also prints the median time in each traced call
+// (the rest of a phase is local work, gates and scheduling).
+func criticalPath(b *testing.B, tr *tracer, t0 time.Time, reboot time.Duration, n, mc int,
+	released, boots, callOf map[string]time.Time, last time.Time) {
+	b.Helper()
+	type rel struct {
+		node string
+		at   time.Time
+	}
+	var rels []rel
+	for node, at := range released {
+		rels = append(rels, rel{node, at})
+	}
+	slices.SortFunc(rels, func(a, b rel) int { return a.at.Compare(b.at) })
+	node := slices.MaxFunc(rels, func(a, b rel) int { return a.at.Compare(b.at) }).node
+	var startup, hand, post, jitter time.Duration
+	var hands, posts []map[string]time.Duration
+	waves := 0
+	for {
+		waves++
+		post += released[node].Sub(boots[node])
+		posts = append(posts, tr.window(node, boots[node], released[node]))
+		jitter += boots[node].Sub(callOf[node]) - reboot
+		call := callOf[node]
+		i, _ := slices.BinarySearchFunc(rels, call, func(r rel, t time.Time) int { return r.at.Compare(t) })
+		if i == 0 {
+			startup = call.Sub(t0)
+			hands = append(hands, tr.window(node, t0, call))
+			break
+		}
+		prev := rels[i-1]
+		hand += call.Sub(prev.at)
+		hands = append(hands, tr.window(node, prev.at, call))
+		node = prev.node
+	}
+	limit := time.Duration((n+mc-1)/mc) * reboot
+	b.Logf("  critical path: %d waves; makespan %.1f ms = start-up %.1f + handovers %.1f + reboots %d×R + timer jitter %.1f + post-boot checks %.1f; overhead over the limit %.1f ms",
+		waves, ms(last.Sub(t0)), ms(startup), ms(hand), waves, ms(jitter), ms(post), ms(last.Sub(t0)-limit))
+	b.Logf("    start-up + handovers on the path, per call: %s", breakdown(hands))
+	b.Logf("    post-boot checks on the path, per call: %s", breakdown(posts))
 }
 
 // rolloutPoll is the polling baseline: a semaphore key with the holders'

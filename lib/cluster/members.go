@@ -82,20 +82,20 @@ const leaseSlack = 5 // seconds
 // PublishAlive writes a (validated) at P/alive/<a.Node> with a lease of ttl,
 // reusing the lease the key already has. UpdatedAt defaults to now.
 //
-// etcd requests per call: 3 — Get (the key's lease), then
-// KeepAliveOnce of that lease (or Grant when the key is absent, its lease is
-// gone, or its TTL differs from ttl), then Put with the lease. One more Grant
-// + Put if the lease vanished between the two. A lease abandoned because ttl
-// changed expires on its own.
+// etcd requests per call: 3 in 2 round trips — Get (the key's lease), then
+// at the same time KeepAliveOnce of that lease and Put with it. When the key
+// is absent, its lease is gone or its TTL differs from ttl: Grant and Put on
+// the new lease (2 more). A lease abandoned because ttl changed expires on
+// its own.
 func (c *Client) PublishAlive(ctx context.Context, a Alive, ttl time.Duration) error {
 	return c.PublishAliveOn(ctx, a, ttl, 0)
 }
 
 // PublishAliveOn is PublishAlive with a hint: lease is the one the key had in
 // a recent Snapshot (Snapshot.AliveLease), so the Get is skipped and the call
-// costs 2 requests (KeepAliveOnce, Put). A hint of 0 means "unknown" and
-// costs the Get. A stale hint is harmless: a vanished lease is replaced by a
-// new grant, and a live one is refreshed before the key is attached to it.
+// costs 2 requests in one round trip (KeepAliveOnce and Put, concurrently).
+// A hint of 0 means "unknown" and costs the Get. A stale hint is harmless: a
+// vanished lease fails the Put, and it is replaced by a new grant.
 func (c *Client) PublishAliveOn(ctx context.Context, a Alive, ttl time.Duration, lease int64) error {
 	if a.UpdatedAt.IsZero() {
 		a.UpdatedAt = time.Now().UTC()
@@ -117,59 +117,87 @@ func (c *Client) PublishAliveOn(ctx context.Context, a Alive, ttl time.Duration,
 	key := c.key(KeyAlive + a.Node)
 	op := "publish alive " + a.Node
 
-	id, err := c.reusableLease(ctx, key, want, clientv3.LeaseID(lease))
-	if err != nil {
-		return classify(ctx, op, err)
+	id := clientv3.LeaseID(lease)
+	if id == clientv3.NoLease {
+		if id, err = c.leaseOf(ctx, key); err != nil {
+			return classify(ctx, op, err)
+		}
+	}
+	if id != clientv3.NoLease {
+		// Refresh the lease and attach the record to it at the same time:
+		// the Put fails if the lease is gone, and the refresh tells whether
+		// the lease still has the TTL we want.
+		refreshed := make(chan refreshResult, 1)
+		go func() { ok, err := c.refreshLease(ctx, key, id, want); refreshed <- refreshResult{ok, err} }()
+		perr := c.putOn(ctx, key, val, id)
+		r := <-refreshed
+		switch {
+		case r.err != nil:
+			return classify(ctx, op, r.err)
+		case perr != nil && !errors.Is(perr, rpctypes.ErrLeaseNotFound):
+			return classify(ctx, op, perr)
+		case perr == nil && r.ok:
+			return nil
+		}
+		// The lease is gone or has another TTL: a new one.
 	}
 	for attempt := 0; ; attempt++ {
-		if id == clientv3.NoLease {
-			if id, err = c.grant(ctx, want); err != nil {
-				return classify(ctx, op, err)
-			}
+		if id, err = c.grant(ctx, want); err != nil {
+			return classify(ctx, op, err)
 		}
-		rctx, cancel := c.request(ctx)
-		_, err = c.cli.Put(rctx, key, val, clientv3.WithLease(id))
-		cancel()
+		err = c.putOn(ctx, key, val, id)
 		if errors.Is(err, rpctypes.ErrLeaseNotFound) && attempt == 0 {
-			id = clientv3.NoLease // expired between refresh and put
-			continue
+			continue // expired between grant and put
 		}
 		return classify(ctx, op, err)
 	}
 }
 
-// reusableLease returns the lease attached to key (or hint, when not NoLease)
-// after refreshing it, or NoLease when there is none worth reusing.
-func (c *Client) reusableLease(ctx context.Context, key string, want int64, hint clientv3.LeaseID) (clientv3.LeaseID, error) {
-	id := hint
-	if id == clientv3.NoLease {
-		rctx, cancel := c.request(ctx)
-		// Not WithKeysOnly: etcd 3.7 answers keys-only ranges from its index,
-		// without the Lease field. The value is small.
-		resp, err := c.cli.Get(rctx, key)
-		cancel()
-		if err != nil {
-			return clientv3.NoLease, err
-		}
-		if len(resp.Kvs) == 0 || resp.Kvs[0].Lease == 0 {
-			return clientv3.NoLease, nil
-		}
-		id = clientv3.LeaseID(resp.Kvs[0].Lease)
+type refreshResult struct {
+	ok  bool
+	err error
+}
+
+func (c *Client) putOn(ctx context.Context, key, val string, id clientv3.LeaseID) error {
+	rctx, cancel := c.request(ctx)
+	defer cancel()
+	_, err := c.cli.Put(rctx, key, val, clientv3.WithLease(id))
+	return err
+}
+
+// leaseOf returns the lease attached to key, or NoLease.
+func (c *Client) leaseOf(ctx context.Context, key string) (clientv3.LeaseID, error) {
+	rctx, cancel := c.request(ctx)
+	defer cancel()
+	// Not WithKeysOnly: etcd 3.7 answers keys-only ranges from its index,
+	// without the Lease field. The value is small.
+	resp, err := c.cli.Get(rctx, key)
+	if err != nil {
+		return clientv3.NoLease, err
 	}
+	if len(resp.Kvs) == 0 {
+		return clientv3.NoLease, nil
+	}
+	return clientv3.LeaseID(resp.Kvs[0].Lease), nil
+}
+
+// refreshLease keeps lease id alive once and reports whether it is worth
+// reusing: it exists and has the TTL we want (want seconds).
+func (c *Client) refreshLease(ctx context.Context, key string, id clientv3.LeaseID, want int64) (bool, error) {
 	rctx, cancel := c.request(ctx)
 	defer cancel()
 	ka, err := c.cli.KeepAliveOnce(rctx, id)
 	if errors.Is(err, rpctypes.ErrLeaseNotFound) {
-		return clientv3.NoLease, nil
+		return false, nil
 	}
 	if err != nil {
-		return clientv3.NoLease, err
+		return false, err
 	}
 	if ka.TTL < want || (ka.TTL > want && ka.TTL > leaseSlack) {
 		c.log.Debug("alive ttl changed: new lease", "key", key, "old_ttl", ka.TTL, "ttl", want)
-		return clientv3.NoLease, nil
+		return false, nil
 	}
-	return id, nil
+	return true, nil
 }
 
 func (c *Client) grant(ctx context.Context, ttl int64) (clientv3.LeaseID, error) {

@@ -233,9 +233,12 @@ func strictUnmarshal(data []byte, v any) error {
 }
 
 func decodeMember(key, node string, data []byte) (Member, error) {
-	var m Member
-	if err := strictUnmarshal(data, &m); err != nil {
-		return Member{}, &CorruptError{Key: key, Err: err}
+	m, ok := fastMember(data)
+	if !ok {
+		m = Member{}
+		if err := strictUnmarshal(data, &m); err != nil {
+			return Member{}, &CorruptError{Key: key, Err: err}
+		}
 	}
 	if err := m.validate(node); err != nil {
 		return Member{}, &CorruptError{Key: key, Err: err}
@@ -244,9 +247,12 @@ func decodeMember(key, node string, data []byte) (Member, error) {
 }
 
 func decodeAlive(key, node string, data []byte) (Alive, error) {
-	var a Alive
-	if err := strictUnmarshal(data, &a); err != nil {
-		return Alive{}, &CorruptError{Key: key, Err: err}
+	a, ok := fastAlive(data)
+	if !ok {
+		a = Alive{}
+		if err := strictUnmarshal(data, &a); err != nil {
+			return Alive{}, &CorruptError{Key: key, Err: err}
+		}
 	}
 	if err := a.validate(node); err != nil {
 		return Alive{}, &CorruptError{Key: key, Err: err}
@@ -308,11 +314,17 @@ func decodeLockWaiter(key string, createRev, lease int64, data []byte) LockWaite
 	if len(data) == 0 {
 		return w
 	}
-	var a lockAnnotation
 	// An annotation that is not exactly ours (bad JSON, an impossible node
 	// name, a bogus pid) makes the waiter anonymous: it is never shown as
 	// one of our nodes, only by its key.
-	if strictUnmarshal(data, &a) != nil || checkNode(a.Node) != nil || a.PID < 0 {
+	a, ok := fastAnnotation(data)
+	if !ok {
+		a = lockAnnotation{}
+		if strictUnmarshal(data, &a) != nil {
+			return w
+		}
+	}
+	if checkNode(a.Node) != nil || a.PID < 0 {
 		return w
 	}
 	w.Node, w.PID, w.BootID, w.QueuedAt = a.Node, a.PID, a.BootID, a.QueuedAt

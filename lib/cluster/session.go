@@ -8,7 +8,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
@@ -24,12 +23,13 @@ type LockInfo struct {
 // Session is a holder's etcd session: one lease kept alive in the background,
 // the cluster mutex on that lease, and the fenced slot write.
 //
-// The mutex is a plain concurrency.Mutex on P/lock, so it is FIFO by create
-// revision and interoperates with `etcdctl lock P/lock`: an operator holding
-// that lock blocks every holder. Before queueing, Lock writes our annotation
-// (LockInfo) at exactly the key the Mutex uses, P/lock/<lease in hex>, with
-// the session lease; Mutex.tryAcquire then finds the key, keeps its value and
-// takes its create revision as its place in the queue.
+// The mutex is the concurrency.Mutex protocol on P/lock, so it is FIFO by
+// create revision and interoperates with `etcdctl lock P/lock`: an operator
+// holding that lock blocks every holder. Lock writes our annotation
+// (LockInfo) at exactly the key a concurrency.Mutex of this session would
+// use, P/lock/<lease in hex>, with the session lease; its create revision is
+// our place in the queue, and the session owns the mutex once no key under
+// the prefix was created before it (what Mutex.Lock waits for).
 type Session struct {
 	c     *Client
 	cs    *concurrency.Session
@@ -41,9 +41,8 @@ type Session struct {
 	stopc context.CancelFunc
 
 	mu       sync.Mutex
-	m        *concurrency.Mutex // non-nil while Lock succeeded and Unlock did not
-	ownerRev int64              // create revision of key while locked
-	locking  bool               // a Lock is waiting
+	ownerRev int64 // create revision of key while this session owns the mutex, else 0
+	locking  bool  // a Lock is waiting
 	closed   bool
 }
 
@@ -131,8 +130,9 @@ func (s *Session) KeepAliveHealthy() bool {
 // Lock queues on the cluster mutex and waits until this session owns it, ctx
 // ends (ctx's error), the session ends (ErrLockLost) or the connection to
 // etcd breaks while waiting (ErrUnavailable). The wait has no
-// request timeout; each write before it has. Requests: 1 Txn for the
-// annotation, 1 Txn to queue, then a Get and a watch per waiter ahead.
+// request timeout; each request before it has. Requests: 1 Txn for the
+// annotation (our queue entry), then 1 Txn per read of the queue and a watch
+// per waiter ahead; with nobody ahead, 2 requests in all.
 // On failure our queue entry is deleted (best effort): retry Lock or Close.
 // Locking a session that already owns the mutex is a no-op; a session that
 // has ended (Done) gets ErrLockLost.
@@ -147,7 +147,7 @@ func (s *Session) Lock(ctx context.Context) error {
 	case s.closed:
 		s.mu.Unlock()
 		return fmt.Errorf("%w: session closed", ErrLockLost)
-	case s.m != nil:
+	case s.ownerRev != 0:
 		s.mu.Unlock()
 		return nil
 	case s.locking:
@@ -162,53 +162,35 @@ func (s *Session) Lock(ctx context.Context) error {
 		s.mu.Unlock()
 	}()
 
-	rev, err := s.annotate(ctx)
-	if err != nil {
-		if !errors.Is(err, ErrLockLost) {
-			s.dropEntry(ctx) // the write may have happened before the error
-		}
-		return err
-	}
-	m := concurrency.NewMutex(s.cs, s.mpfx)
 	lctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	stop := context.AfterFunc(s.cs.Ctx(), func() { cancel(errSessionDone) })
 	defer stop()
-
-	if err := s.waitTurn(lctx, rev); err != nil {
-		return s.lockFailed(ctx, lctx, err)
-	}
-	errc := make(chan error, 1)
-	go func() { errc <- m.Lock(lctx) }()
-	select {
-	case err = <-errc:
-	case <-lctx.Done():
-		// Mutex.Lock returns at once, unless its cleanup Delete hangs on an
-		// unreachable etcd: do not wait for that longer than one request.
-		select {
-		case err = <-errc:
-		case <-time.After(s.c.reqTimeout):
-			err = context.Cause(lctx)
+	var rev int64
+	for {
+		var err error
+		if rev, err = s.annotate(ctx, lctx); err != nil {
+			if !errors.Is(err, ErrLockLost) {
+				s.dropEntry(ctx) // the write may have happened before the error
+			}
+			return err
 		}
-	}
-	if err == nil && m.Key() != s.key {
-		err = fmt.Errorf("mutex key %q is not the annotated key %q", m.Key(), s.key)
-	}
-	if err != nil {
-		return s.lockFailed(ctx, lctx, err)
-	}
-	// Fence with the revision the Mutex itself holds the lock by. It is the
-	// annotation's, unless the key vanished in between and the Mutex created
-	// it again (then the queue entry is merely anonymous).
-	owner := m.IsOwner()
-	if cr, ok := owner.GetCompare().GetTargetUnion().(*pb.Compare_CreateRevision); ok && cr.CreateRevision != rev {
-		s.c.log.Debug("mutex key re-created after annotation", "key", s.key, "annotated", rev, "owner", cr.CreateRevision)
-		rev = cr.CreateRevision
+		err = s.waitTurn(lctx, rev)
+		if errors.Is(err, errEntryGone) {
+			// Our key was deleted while we waited (by an operator, say):
+			// queue again at the end, as concurrency.Mutex would.
+			s.c.log.Debug("mutex key vanished while waiting; queueing again", "key", s.key, "create_revision", rev)
+			continue
+		}
+		if err != nil {
+			return s.lockFailed(ctx, lctx, err)
+		}
+		break
 	}
 	s.mu.Lock()
 	closed := s.closed
 	if !closed {
-		s.m, s.ownerRev = m, rev
+		s.ownerRev = rev
 	}
 	s.mu.Unlock()
 	if closed {
@@ -220,12 +202,12 @@ func (s *Session) Lock(ctx context.Context) error {
 
 // annotate puts our LockInfo at the mutex key unless it exists, and returns
 // the key's create revision (our place in the queue).
-func (s *Session) annotate(ctx context.Context) (int64, error) {
+func (s *Session) annotate(ctx, lctx context.Context) (int64, error) {
 	val, err := encode(lockAnnotation{Node: s.info.Node, PID: s.info.PID, BootID: s.info.BootID, QueuedAt: time.Now().UTC()})
 	if err != nil {
 		return 0, err
 	}
-	rctx, cancel := s.c.request(ctx)
+	rctx, cancel := s.c.request(lctx)
 	defer cancel()
 	resp, err := s.c.cli.Txn(rctx).
 		If(clientv3.Compare(clientv3.CreateRevision(s.key), "=", 0)).
@@ -233,8 +215,8 @@ func (s *Session) annotate(ctx context.Context) (int64, error) {
 		Else(clientv3.OpGet(s.key)).
 		Commit()
 	switch {
-	case errors.Is(err, rpctypes.ErrLeaseNotFound):
-		return 0, fmt.Errorf("%w: lock: %w", ErrLockLost, err)
+	case errors.Is(err, rpctypes.ErrLeaseNotFound) || errors.Is(context.Cause(lctx), errSessionDone):
+		return 0, fmt.Errorf("%w: lock: %w", ErrLockLost, errSessionDone)
 	case err != nil && ctx.Err() != nil: // the caller's wait ended: not etcd's fault
 		return 0, fmt.Errorf("cluster: lock: %w", ctx.Err())
 	case err != nil:
@@ -265,7 +247,7 @@ func (s *Session) lockFailed(ctx, lctx context.Context, err error) error {
 		s.dropEntry(ctx)
 	}
 	switch {
-	case sessionDone || errors.Is(err, concurrency.ErrSessionExpired) || errors.Is(err, rpctypes.ErrLeaseNotFound):
+	case sessionDone || errors.Is(err, ErrLockLost) || errors.Is(err, rpctypes.ErrLeaseNotFound):
 		return fmt.Errorf("%w: lock: %w", ErrLockLost, errSessionDone)
 	case ctx.Err() != nil:
 		return fmt.Errorf("cluster: lock: %w", ctx.Err())
@@ -274,19 +256,20 @@ func (s *Session) lockFailed(ctx, lctx context.Context, err error) error {
 }
 
 // Unlock releases the mutex (deletes our key): 1 etcd request. Unlocking a
-// session that does not own the mutex is a no-op.
+// session that does not own the mutex (any more: AcquireSlot releases it) is
+// a no-op.
 func (s *Session) Unlock(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.m == nil {
+	if s.ownerRev == 0 {
 		return nil
 	}
 	rctx, cancel := s.c.request(ctx)
 	defer cancel()
-	if err := s.m.Unlock(rctx); err != nil {
+	if _, err := s.c.cli.Delete(rctx, s.key); err != nil {
 		return classify(ctx, "unlock", err)
 	}
-	s.m, s.ownerRev = nil, 0
+	s.ownerRev = 0
 	return nil
 }
 
@@ -300,7 +283,7 @@ func (s *Session) Close(ctx context.Context) error {
 		return nil
 	}
 	s.closed = true
-	s.m, s.ownerRev = nil, 0
+	s.ownerRev = 0
 	s.stopc()
 	s.cs.Orphan()
 	rctx, cancel := s.c.request(ctx)
@@ -312,13 +295,18 @@ func (s *Session) Close(ctx context.Context) error {
 	return classify(ctx, "close session", err)
 }
 
-// AcquireSlot is the fenced write: one Txn
+// AcquireSlot is the fenced write, and it releases the mutex: one Txn
 //
 //	If   CreateRevision(our mutex key) == our queue revision
 //	 and CreateRevision(P/slots/<node>) == 0
-//	Then Put P/slots/<node> (durable), Put the history record (history lease)
+//	Then Put P/slots/<node> (durable), Put the history record (history lease),
+//	     Delete our mutex key (unlock: the slot protects the cluster now)
 //	Else Get both
 //
+// The unlock in the same Txn saves the next holder in the queue one round
+// trip of the serialised part of a wave (docs/performance.md); after a
+// success the session no longer owns the mutex and Unlock is a no-op. After
+// a failure nothing was written and the session is as before.
 // 1 etcd request (3 for the first history record of a bucket). It fails with
 // ErrLockLost when this session does not own the mutex any more (or never
 // did), and ErrConflict when the node already has a slot. slot.Node defaults
@@ -328,9 +316,9 @@ func (s *Session) Close(ctx context.Context) error {
 // with ModRevision.
 func (s *Session) AcquireSlot(ctx context.Context, slot Slot, ev HistoryEvent, historyTTL time.Duration) (Slot, error) {
 	s.mu.Lock()
-	locked, rev := s.m != nil, s.ownerRev
+	rev := s.ownerRev
 	s.mu.Unlock()
-	if !locked {
+	if rev == 0 {
 		return Slot{}, fmt.Errorf("%w: acquire slot: %w", ErrLockLost, errNotLocked)
 	}
 	if slot.Node == "" {
@@ -358,7 +346,7 @@ func (s *Session) AcquireSlot(ctx context.Context, slot Slot, ev HistoryEvent, h
 			clientv3.Compare(clientv3.CreateRevision(s.key), "=", rev),
 			clientv3.Compare(clientv3.CreateRevision(slotKey), "=", 0),
 		).Then(
-			clientv3.OpPut(slotKey, val), hist,
+			clientv3.OpPut(slotKey, val), hist, clientv3.OpDelete(s.key),
 		).Else(
 			clientv3.OpGet(s.key, clientv3.WithKeysOnly()), clientv3.OpGet(slotKey, clientv3.WithKeysOnly()),
 		)
@@ -374,6 +362,11 @@ func (s *Session) AcquireSlot(ctx context.Context, slot Slot, ev HistoryEvent, h
 		return Slot{}, fmt.Errorf("%w: acquire slot %s: the node already has a slot", ErrConflict, slot.Node)
 	}
 	slot.ModRevision = resp.Header.Revision
+	s.mu.Lock()
+	if s.ownerRev == rev {
+		s.ownerRev = 0 // released by the Txn
+	}
+	s.mu.Unlock()
 	s.c.log.Debug("slot acquired", "node", slot.Node, "fence_revision", rev, "revision", slot.ModRevision)
 	return slot, nil
 }

@@ -171,11 +171,11 @@ func TestAcquireSlotFenced(t *testing.T) {
 	}
 
 	in := testSlot("", now)
+	owner := waitQueue(t, e, 1)[0]
 	got, err := s.AcquireSlot(ctx, in, HistoryEvent{}, time.Hour)
 	if err != nil {
 		t.Fatalf("AcquireSlot: %v", err)
 	}
-	owner := waitQueue(t, e, 1)[0]
 	if got.Node != "n1" || got.FenceRevision != owner.CreateRevision || got.ModRevision <= got.FenceRevision {
 		t.Fatalf("slot = %+v, owner %+v", got, owner)
 	}
@@ -192,8 +192,25 @@ func TestAcquireSlotFenced(t *testing.T) {
 		t.Fatalf("history = %+v, want [%+v]", hist, want)
 	}
 
+	// The Txn released the mutex: our key is gone, Unlock is a no-op, and
+	// a second fenced write needs the lock again.
+	if e.exists(t, s.Key()) {
+		t.Fatal("the mutex key survived the fenced write")
+	}
+	if _, err := s.AcquireSlot(ctx, testSlot("n1", now), HistoryEvent{}, time.Hour); !errors.Is(err, ErrLockLost) {
+		t.Fatalf("AcquireSlot after the fenced write released the lock: %v, want ErrLockLost", err)
+	}
+	if err := s.Unlock(ctx); err != nil {
+		t.Fatalf("Unlock after the fenced write: %v", err)
+	}
+	if err := s.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := s.AcquireSlot(ctx, testSlot("n1", now), HistoryEvent{}, time.Hour); !errors.Is(err, ErrConflict) {
 		t.Fatalf("AcquireSlot with an existing slot: %v, want ErrConflict", err)
+	}
+	if !e.exists(t, s.Key()) {
+		t.Fatal("a failed fenced write released the mutex")
 	}
 	if _, err := e.raw.Delete(ctx, e.P+"/slots/n1"); err != nil {
 		t.Fatal(err)
@@ -383,5 +400,37 @@ func TestLockRightAfterLeaseRevoked(t *testing.T) {
 	}
 	if got := e.c.Prefix(); got != e.P {
 		t.Fatalf("Prefix() = %q, want %q", got, e.P)
+	}
+}
+
+func TestLockRequeuesWhenEntryVanishes(t *testing.T) {
+	// n2's queue entry is deleted while it waits behind n1 (an operator
+	// cleaning up, say): n2 queues again instead of owning the mutex
+	// without a key, and its fenced write uses the new entry.
+	e := newEnv(t)
+	ctx := ctxT(t)
+	s1, s2 := e.session(t, "n1", time.Minute), e.session(t, "n2", time.Minute)
+	if err := s1.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- s2.Lock(ctx) }()
+	first := waitQueue(t, e, 2)[1]
+	if _, err := e.raw.Delete(ctx, s2.Key()); err != nil {
+		t.Fatal(err)
+	}
+	if err := s1.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("Lock after the entry vanished: %v", err)
+	}
+	q := waitQueue(t, e, 1)
+	if q[0].Key != s2.Key() || q[0].CreateRevision <= first.CreateRevision || q[0].Node != "n2" {
+		t.Fatalf("queue %+v, want n2 queued again after revision %d", q, first.CreateRevision)
+	}
+	slot, err := s2.AcquireSlot(ctx, testSlot("n2", time.Now()), HistoryEvent{}, time.Hour)
+	if err != nil || slot.FenceRevision != q[0].CreateRevision {
+		t.Fatalf("AcquireSlot = %+v, %v; want fence %d", slot, err, q[0].CreateRevision)
 	}
 }

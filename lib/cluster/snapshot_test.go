@@ -36,8 +36,16 @@ func TestSnapshotDecodesEveryKind(t *testing.T) {
 	if err := s.Lock(ctx); err != nil {
 		t.Fatal(err)
 	}
+	fence := e.get(t, s.Key()).Kvs[0].CreateRevision
 	slot, err := s.AcquireSlot(ctx, testSlot("n2", now), HistoryEvent{}, time.Hour)
 	if err != nil {
+		t.Fatal(err)
+	}
+	if slot.FenceRevision != fence {
+		t.Fatalf("fence revision %d, want the mutex key's create revision %d", slot.FenceRevision, fence)
+	}
+	// The fenced write released the mutex; queue again, to see the queue.
+	if err := s.Lock(ctx); err != nil {
 		t.Fatal(err)
 	}
 	// A history record must not be part of the snapshot, even a corrupt one.
@@ -73,7 +81,7 @@ func TestSnapshotDecodesEveryKind(t *testing.T) {
 	}
 	owner, ok := snap.Owner()
 	if !ok || len(snap.Queue) != 1 || owner.Node != "n2" || owner.Key != s.Key() ||
-		owner.CreateRevision != slot.FenceRevision || owner.Lease != s.LeaseID() ||
+		owner.CreateRevision <= slot.ModRevision || owner.Lease != s.LeaseID() ||
 		owner.PID != 4242 || owner.BootID != "boot-n2" || owner.QueuedAt.IsZero() {
 		t.Errorf("Queue = %+v (session key %s, fence %d)", snap.Queue, s.Key(), slot.FenceRevision)
 	}

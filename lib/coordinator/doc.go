@@ -12,7 +12,12 @@
 //     script, corrupt state) ends the run without a reboot, with an *Error
 //     whose Code is the exit code of DESIGN §6 and a reason that says why.
 //   - A node reboots only after its fenced slot write succeeded (the slot is
-//     written under the mutex, guarded by the mutex key's create revision).
+//     written under the mutex, guarded by the mutex key's create revision),
+//     and only after the reboot-requested marker was written and the
+//     unlock, the state file, the "rebooting" record and the
+//     reboot-requested history record were done or attempted (they run
+//     concurrently, prepare.go); a marker that cannot be written gives the
+//     slot back without a reboot.
 //   - The mutex is released (and the session lease revoked) on every path out
 //     of Hold, including cancellation; the durable slot is the only claim that
 //     outlives the holder, and it is deleted at once when the reboot call fails.

@@ -56,32 +56,31 @@ func (c *Coordinator) Hold(ctx context.Context) error {
 
 // holdRun is the state of one Hold.
 type holdRun struct {
-	c       *Coordinator
-	sess    Session
-	ctx     context.Context
-	bootID  string
-	log     *slog.Logger
-	attempt int
-	last    *GateResult // the most recent blocking gate, for the final error
-	locked  bool
-	queued  string // where this holder queued, for the error if it never gets the lock
+	c        *Coordinator
+	sess     Session
+	ctx      context.Context
+	bootID   string
+	log      *slog.Logger
+	attempt  int
+	last     *GateResult // the most recent blocking gate, for the final error
+	locked   bool
+	queued   string // where this holder queued, for the error if it never gets the lock
+	position int    // its place in the queue then (0: unknown)
 }
 
 func (h *holdRun) run() error {
 	c := h.c
 	for {
 		h.attempt++
-		queued := "queued for the cluster lock"
-		if v, err := c.Cluster.View(h.ctx); err == nil {
-			queued += fmt.Sprintf(", position %d", len(v.Queue)+1)
-			if len(v.Queue) > 0 {
-				queued += ", held by " + waiterName(v.Queue[0])
-			}
-		}
-		h.queued = queued
-		h.publish(StateWaiting, queued)
+		// Where we queue is read and published while we queue: with
+		// nobody ahead, Lock returns after two round trips, and the
+		// first reboot of a rollout waits for it.
+		queued := goValue(h.announceQueued)
 		start := c.Now()
-		if err := h.sess.Lock(h.ctx); err != nil {
+		err := h.sess.Lock(h.ctx)
+		q := queued()
+		h.queued, h.position = q.line, q.position
+		if err != nil {
 			return h.stopped("waiting for the cluster lock", err)
 		}
 		h.locked = true
@@ -116,13 +115,58 @@ func (h *holdRun) run() error {
 	}
 }
 
+// announceQueued publishes the waiting state with this holder's place in
+// the mutex queue and returns that line. It runs while Lock queues: the
+// read may already see our own entry.
+func (h *holdRun) announceQueued() queuedAt {
+	q := queuedAt{line: "queued for the cluster lock"}
+	if v, err := h.c.Cluster.View(h.ctx); err == nil {
+		ahead := v.Queue
+		if i := v.QueuePosition(h.c.opt.Node); i > 0 {
+			ahead = v.Queue[:i-1]
+		}
+		q.position = len(ahead) + 1
+		q.line += fmt.Sprintf(", position %d", q.position)
+		if len(ahead) > 0 {
+			q.line += ", held by " + waiterName(ahead[0])
+		}
+	}
+	h.publish(StateWaiting, q.line)
+	return q
+}
+
+// queuedAt is where a holder queued: the line it published and its place
+// (0 when the queue could not be read).
+type queuedAt struct {
+	line     string
+	position int
+}
+
 // underLock evaluates the gates while owning the mutex. A full slot table is
 // waited out here (watching P/slots/), then every gate runs again. It returns
 // the blocking gate (nil when all passed) and the detection.
 func (h *holdRun) underLock() (*GateResult, Detection, error) {
 	c := h.c
+	// With more holders ahead of us than slots, the one before us most
+	// likely took the last free slot: look at the slots alone first
+	// (slotsFull). Otherwise, and after every wake on a slot change, a slot
+	// is most likely free and the full view is read at once.
+	cheap := h.position > c.opt.MaxConcurrent
 	for {
 		h.applyReloads()
+		if cheap {
+			cheap = false
+			full, rev, err := h.slotsFull()
+			if err != nil {
+				return nil, Detection{}, h.stopped("reading cluster state", err)
+			}
+			if full != nil {
+				if err := h.waitSlot(full, rev); err != nil {
+					return nil, Detection{}, err
+				}
+				continue
+			}
+		}
 		view, err := c.Cluster.GateView(h.ctx)
 		if err != nil {
 			return nil, Detection{}, h.stopped("reading cluster state", err)
@@ -133,11 +177,8 @@ func (h *holdRun) underLock() (*GateResult, Detection, error) {
 		in := &gateInput{phase: phaseUnderLock, view: view, now: c.Now()}
 		_, f := c.evaluate(h.ctx, in)
 		if f != nil && f.Wait {
-			h.publish(StateWaiting, f.Reason)
-			h.log.Info("slots full: waiting for a slot under the lock", "event", "slot-wait", "reason", f.Reason)
-			if err := c.Cluster.WaitChange(h.ctx, WatchSlots, view.Revision); err != nil {
-				h.last = f
-				return nil, Detection{}, h.stopped("waiting for a free slot", err)
+			if err := h.waitSlot(f, view.Revision); err != nil {
+				return nil, Detection{}, err
 			}
 			continue
 		}
@@ -146,6 +187,17 @@ func (h *holdRun) underLock() (*GateResult, Detection, error) {
 		}
 		return f, in.det, nil
 	}
+}
+
+// waitSlot waits, keeping the mutex, until P/slots/ changes after rev.
+func (h *holdRun) waitSlot(f *GateResult, rev int64) error {
+	h.publish(StateWaiting, f.Reason)
+	h.log.Info("slots full: waiting for a slot under the lock", "event", "slot-wait", "reason", f.Reason)
+	if err := h.c.Cluster.WaitChange(h.ctx, WatchSlots, rev); err != nil {
+		h.last = f
+		return h.stopped("waiting for a free slot", err)
+	}
+	return nil
 }
 
 // expireOverdue frees overdue slots when slot_expiry = "release".
@@ -188,26 +240,14 @@ func (h *holdRun) reboot(det Detection) error {
 		return h.stopped("writing the fenced slot", err)
 	}
 	h.log.Info("reboot slot taken", append([]any{"event", "slot-taken", "reason", det.Reason, "detector", det.Detector}, logAttrsSlot(slot)...)...)
-	h.unlock() // the slot protects the cluster from here on
 
 	if c.opt.DryRun {
+		h.unlock()
 		h.log.Info("dry run: not rebooting, releasing the slot", "event", "dry-run", "reason", det.Reason)
 		return h.giveBack(slot, EventDryRun, "dry run: "+det.Reason, nil)
 	}
-	if err := c.Host.MarkRebootRequested(h.bootID); err != nil {
+	if err := h.prepareReboot(det); err != nil {
 		return h.giveBack(slot, EventAborted, "cannot write the reboot-requested marker: "+err.Error(), failure("marker", err))
-	}
-	if st, err := c.State.Load(); err == nil {
-		st.SlotBootID = h.bootID
-		err = c.State.Save(st)
-		if err != nil {
-			h.log.Warn("could not note the slot in the state file (a kill switch would keep it after the reboot)", "error", err)
-		}
-	}
-	h.publish(StateRebooting, det.Reason)
-	req := HistoryEvent{Event: EventRebootRequested, Node: c.opt.Node, Reason: det.Reason, BootID: h.bootID, At: c.Now()}
-	if err := c.Cluster.AppendHistory(h.ctx, req); err != nil {
-		h.log.Warn("could not record reboot-requested in the history", "error", err)
 	}
 	// A slot past its deadline may be freed by others (slot_expiry =
 	// release): never reboot on one. The writes above are bounded, but an

@@ -68,10 +68,25 @@ func TestHold(t *testing.T) {
 			hist:  []string{EventSlotTaken, EventRebootRequested},
 			slot:  true, reboot: true,
 			check: func(t *testing.T, e *env) {
-				order := e.rec.only("session.Lock", "policies.ClusterHealth", "session.AcquireSlot", "session.Unlock", "host.MarkRebootRequested", "rebooter.Reboot", "session.Close")
-				want := []string{"session.Lock", "policies.ClusterHealth", "session.AcquireSlot", "session.Unlock", "host.MarkRebootRequested", "rebooter.Reboot", "session.Close"}
+				// After the fenced write, the unlock, the marker, the state
+				// file, the alive record and the history record run at the
+				// same time; all of them before the reboot call.
+				order := e.rec.only("session.Lock", "policies.ClusterHealth", "session.AcquireSlot", "rebooter.Reboot", "session.Close")
+				want := []string{"session.Lock", "policies.ClusterHealth", "session.AcquireSlot", "rebooter.Reboot", "session.Close"}
 				if !slices.Equal(order, want) {
 					t.Errorf("order = %v\nwant    %v", order, want)
+				}
+				acq, rb := e.rec.first("session.AcquireSlot"), e.rec.first("rebooter.Reboot")
+				for _, call := range []string{"session.Unlock", "host.MarkRebootRequested", "state.Save", "cluster.AppendHistory"} {
+					if i := e.rec.last(call); i < acq || i > rb {
+						t.Errorf("%s at %d, want between the fenced write (%d) and the reboot call (%d): %v", call, i, acq, rb, e.rec.list())
+					}
+				}
+				if e.rec.last("cluster.PublishAlive") > rb {
+					t.Errorf("alive published after the reboot call: %v", e.rec.list())
+				}
+				if st, _ := e.st.Load(); st.SlotBootID != "boot-2" {
+					t.Errorf("state file slot boot id = %q, want boot-2", st.SlotBootID)
 				}
 				s, _ := e.cl.slot(self)
 				now := time.Now()
@@ -205,6 +220,16 @@ func TestHold(t *testing.T) {
 			setup: func(e *env) { e.host.markErr = errors.New("read-only file system") },
 			code:  CodeInternal, gate: "marker",
 			hist: []string{EventSlotTaken, EventAborted},
+			check: func(t *testing.T, e *env) {
+				for _, a := range e.cl.publishes() {
+					if a.State == StateRebooting {
+						t.Errorf("published %+v although the marker failed", a)
+					}
+				}
+				if e.rec.count("state.Save") != 0 {
+					t.Error("slot noted in the state file although the marker failed")
+				}
+			},
 		},
 		{
 			name:  "alive publication failures do not stop the holder",

@@ -120,6 +120,13 @@ func TestHoldWaitsForSlot(t *testing.T) {
 		if a, _ := lastAlive(t, e); a.State != StateWaiting || !strings.Contains(a.Blocked, "1 of 1 slots in use") {
 			t.Errorf("alive while waiting = %+v", a)
 		}
+		// Nobody was queued ahead: the full view is read at once.
+		e.cl.mu.Lock()
+		gv := e.cl.gateViews
+		e.cl.mu.Unlock()
+		if gv != 1 {
+			t.Errorf("%d full reads of the cluster while the slots were full, want 1", gv)
+		}
 		// Changes elsewhere (alive records) do not wake the wait.
 		views := e.rec.count("cluster.View")
 		e.cl.PublishAlive(t.Context(), Alive{Node: "n3", Healthy: true})
@@ -135,6 +142,9 @@ func TestHoldWaitsForSlot(t *testing.T) {
 		e.cl.dropSlot("n2")
 		wantErr(t, <-done, CodeOK, "")
 		holdInvariants(t, e)
+		if e.cl.gateViews != 2 {
+			t.Errorf("%d full reads of the cluster, want 2 (before the wait and after the slot freed)", e.cl.gateViews)
+		}
 		if acquired, unlocks, _ := s.counts(); acquired != 1 || unlocks != 1 {
 			t.Errorf("acquired %d, unlocks %d; want one of each", acquired, unlocks)
 		}
@@ -404,6 +414,58 @@ func TestHoldRebootCallSurvivesStop(t *testing.T) {
 		}
 		if _, has := e.cl.slot(self); !has {
 			t.Fatal("slot released although the reboot was requested")
+		}
+	})
+}
+
+// A holder that queued behind at least max_concurrent others learns that
+// the slots are full from its own view (slots, pause, settings) and waits
+// without reading every member and alive record; when a slot frees it reads
+// the whole cluster once, runs every gate and takes the slot.
+func TestHoldFullSlotsFromOwnView(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := holdEnv()
+		e.opt.MaxHoldWait = time.Hour
+		e.cl.foreign = []Waiter{{Node: "n3"}} // queued ahead of us
+		e.cl.putSlot(Slot{Node: "n2", Reason: "other", AcquiredAt: time.Now(), Deadline: time.Now().Add(time.Hour)})
+		done := make(chan error, 1)
+		go func() { done <- e.coord(t).Hold(t.Context()) }()
+		synctest.Wait()
+		e.cl.mu.Lock()
+		gv := e.cl.gateViews
+		e.cl.mu.Unlock()
+		if gv != 0 || e.rec.last("cluster.WaitChange") < 0 {
+			t.Fatalf("%d full reads before waiting (want 0), waiting: %v", gv, e.rec.last("cluster.WaitChange") >= 0)
+		}
+		if a, _ := lastAlive(t, e); a.State != StateWaiting || !strings.Contains(a.Blocked, "1 of 1 slots in use") {
+			t.Errorf("alive while waiting = %+v", a)
+		}
+		e.cl.dropSlot("n2")
+		wantErr(t, <-done, CodeOK, "")
+		holdInvariants(t, e)
+		if e.cl.gateViews != 1 || e.rec.count("policies.ClusterHealth") != 1 {
+			t.Errorf("%d full reads and %d policy checks after the slot freed, want 1 and 1", e.cl.gateViews, e.rec.count("policies.ClusterHealth"))
+		}
+		if _, ok := e.cl.slot(self); !ok || len(e.rb.calls()) != 1 {
+			t.Error("no slot or no reboot after the wait")
+		}
+	})
+}
+
+// A paused cluster is not waited out under the lock, whatever the slots:
+// the full gate list blocks on the pause and the holder backs off.
+func TestHoldFullSlotsPausedBacksOff(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := holdEnv()
+		e.opt.MaxHoldWait = time.Minute
+		e.cl.foreign = []Waiter{{Node: "n3"}}
+		e.cl.putSlot(Slot{Node: "n2", Reason: "other", AcquiredAt: time.Now(), Deadline: time.Now().Add(time.Hour)})
+		e.cl.pause = &Pause{Reason: "maintenance", By: "op", At: time.Now()}
+		err := e.coord(t).Hold(t.Context())
+		wantErr(t, err, CodeBlocked, "pause")
+		holdInvariants(t, e)
+		if e.rec.count("cluster.WaitChange") != 0 {
+			t.Error("waited for a slot although the cluster is paused")
 		}
 	})
 }

@@ -8,20 +8,30 @@ import (
 
 // postBoot handles this node's own slot at the start of a check run
 // (DESIGN §3). It reports held = true while the slot must stay.
-func (c *Coordinator) postBoot(ctx context.Context, slot Slot, bootID string, alive *Alive) (held bool, _ error) {
+//
+// gateView, when not nil, is the health script's view already being read
+// (Check starts it early when the state file says a reboot of ours is being
+// completed, see prefetchGateView); otherwise it is read here.
+func (c *Coordinator) postBoot(ctx context.Context, slot Slot, bootID string, alive *Alive, gateView func() viewResult) (held bool, _ error) {
 	now := c.Now()
 	if slot.BootID == bootID {
 		return c.sameBoot(ctx, slot, bootID, alive)
 	}
 
 	alive.State = StateVerifying
+	// The health script's view (without the mutex queue, which it does not
+	// use and which can be long) is read while the local health test runs;
+	// it is used only if the node is healthy.
+	if gateView == nil {
+		gateView = goValue(func() viewResult { v, err := c.Cluster.GateView(ctx); return viewResult{v, err} })
+	}
 	ok, why := c.nodeHealthy(ctx)
+	r := gateView()
 	if ok {
-		view, err := c.Cluster.View(ctx)
-		if err != nil {
-			return true, failure("etcd", err)
+		if r.err != nil {
+			return true, failure("etcd", r.err)
 		}
-		v, err := c.Script.Run(ctx, PhasePostBoot, view)
+		v, err := c.Script.Run(ctx, PhasePostBoot, r.v)
 		switch {
 		case err != nil:
 			ok, why = false, fmt.Sprintf("health script failed: %v", err)
@@ -61,16 +71,22 @@ func (c *Coordinator) postBoot(ctx context.Context, slot Slot, bootID string, al
 	// never count. The count is saved before the slot goes: a state file
 	// that cannot be written keeps the slot (the guard must not fail open),
 	// and a release that fails is retried without counting twice.
+	//
+	// Meanwhile, tell the cluster this node is healthy again before the
+	// slot goes, so the holder that wakes on the release counts it as up.
+	// If the count cannot be saved, the run's own alive record (published
+	// when the check ends) says why the slot is kept.
+	up := *alive
+	up.State, up.Healthy, up.Blocked, up.UpdatedAt = StateIdle, true, "", now
+	published := goValue(func() error { return c.Cluster.PublishAlive(ctx, up) })
 	if err := c.countReboot(slot, now); err != nil {
+		published()
 		alive.Blocked = "cannot record the reboot for the reboot-loop guard, slot kept: " + err.Error()
 		c.log.Error("back from reboot but the state file cannot be written: keeping the slot", "event", "post-boot-state-error", "error", err)
 		return true, failure("state", err)
 	}
-
-	// Tell the cluster this node is healthy again before the slot goes, so
-	// the holder that wakes on the release counts it as up.
-	alive.State, alive.Healthy, alive.Blocked, alive.UpdatedAt = StateIdle, true, "", now
-	if err := c.Cluster.PublishAlive(ctx, *alive); err != nil {
+	*alive = up
+	if err := published(); err != nil {
 		return true, failure("etcd", err)
 	}
 	dur := now.Sub(slot.AcquiredAt)
@@ -191,7 +207,7 @@ func (c *Coordinator) releaseDespiteKillSwitch(ctx context.Context) {
 	}
 	alive := Alive{Node: c.opt.Node, BootID: bootID, Kernel: c.opt.Kernel, Version: c.opt.Version,
 		MaxConcurrent: c.opt.MaxConcurrent, State: StateVerifying}
-	held, err := c.postBoot(ctx, slot, bootID, &alive)
+	held, err := c.postBoot(ctx, slot, bootID, &alive, nil)
 	switch {
 	case err != nil:
 		c.log.Warn("kill switch on; the slot of the finished reboot is kept", "error", err)
