@@ -105,8 +105,9 @@ func (c *clock) Advance(d time.Duration) {
 // ---- Cluster ----
 
 type fakeCluster struct {
-	foreign []Waiter // queued ahead of every session (e.g. `etcdctl lock`)
-	rec     *recorder
+	foreign   []Waiter // queued ahead of every session (e.g. `etcdctl lock`)
+	gateViews int      // GateView calls (full reads under the lock)
+	rec       *recorder
 
 	mu       sync.Mutex
 	rev      int64
@@ -162,6 +163,9 @@ func (c *fakeCluster) NodeView(ctx context.Context, node string) (View, error) {
 }
 
 func (c *fakeCluster) GateView(ctx context.Context) (View, error) {
+	c.mu.Lock()
+	c.gateViews++
+	c.mu.Unlock()
 	v, err := c.View(ctx)
 	v.Queue = nil
 	return v, err
@@ -576,10 +580,18 @@ type fakeDetector struct {
 	mu   sync.Mutex
 	seq  []Detection // returned in turn; the last one repeats
 	next int
+	// hook, when set, answers instead of seq (it runs without d.mu).
+	hook func(ctx context.Context) Detection
 }
 
 func (d *fakeDetector) Detect(ctx context.Context) Detection {
 	d.rec.add("detector.Detect")
+	d.mu.Lock()
+	hook := d.hook
+	d.mu.Unlock()
+	if hook != nil {
+		return hook(ctx)
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	r := d.seq[min(d.next, len(d.seq)-1)]

@@ -176,6 +176,12 @@ func (h *holdRun) underLock() (*GateResult, Detection, error) {
 		}
 		in := &gateInput{phase: phaseUnderLock, view: view, now: c.Now()}
 		_, f := c.evaluate(h.ctx, in)
+		if f != nil && h.ctx.Err() != nil {
+			// The session died (or the holder was stopped) while a gate
+			// ran: whatever the gate said came from a cancelled call, so it
+			// is not kept as the last gate that blocked.
+			return nil, Detection{}, h.stopped("evaluating the gates under the lock", context.Cause(h.ctx))
+		}
 		if f != nil && f.Wait {
 			if err := h.waitSlot(f, view.Revision); err != nil {
 				return nil, Detection{}, err
