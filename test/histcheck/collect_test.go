@@ -113,6 +113,12 @@ func TestCollectFromEtcd(t *testing.T) {
 		cluster.HistoryEvent{Event: cluster.EventSlotTaken}, time.Hour); err != nil {
 		t.Fatal(err)
 	}
+	// The fenced write released the mutex; queue again so that a mutex key
+	// is still held at the end (a stale key for the checker, a lock for
+	// Settle to wait on).
+	if err := s3.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
 	mid, err := raw.Get(ctx, "/other")
 	if err != nil {
 		t.Fatal(err)
