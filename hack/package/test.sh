@@ -144,7 +144,7 @@ for deb in *.deb; do
 	printf '%s\n' "$out" | sed 's/^/  /' >&2
 	if [ $rc != 0 ]; then
 		fail "lintian $deb: exit $rc"
-	elif printf '%s\n' "$out" | grep -q 'unused-override\|mismatched-override'; then
+	elif grep -q 'unused-override\|mismatched-override' <<<"$out"; then
 		fail "lintian $deb: an override no longer matches anything; remove it"
 	else
 		ok "lintian $deb"
@@ -232,7 +232,7 @@ for deb in *.deb; do
 	fi
 	bad=$(printf '%s\n' "$listing" | awk -v d="$sde_date" '$2 != "root/root" || $4" "$5 != d' || true)
 	[ -z "$bad" ] && ok "$deb: every entry root/root at SOURCE_DATE_EPOCH" || fail "$deb: owner or mtime: $bad"
-	printf '%s\n' "$listing" | grep -q 'etc/clusterrebootd/disable' && fail "$deb ships the kill switch"
+	grep -q 'etc/clusterrebootd/disable' <<<"$listing" && fail "$deb ships the kill switch"
 	field() { dpkg-deb -f "$deb" "$1"; }
 	[ "$(field Package)" = clusterrebootd ] || fail "$deb: Package"
 	[ "$(field Version)" = "$PKG_VERSION" ] || fail "$deb: Version $(field Version) != $PKG_VERSION"
@@ -263,7 +263,7 @@ for deb in *.deb; do
 	grep -q 'validate\\-config' <<<"$man8" || fail "$deb: clusterrebootd(8) lacks the commands"
 	bash -n "$x/usr/share/bash-completion/completions/clusterrebootd" || fail "$deb: bash completion: syntax"
 	grep -q '^complete -F _clusterrebootd clusterrebootd$' "$x/usr/share/bash-completion/completions/clusterrebootd" || fail "$deb: bash completion not registered"
-	head -1 "$x/usr/share/zsh/vendor-completions/_clusterrebootd" | grep -qx '#compdef clusterrebootd' || fail "$deb: zsh completion: no #compdef"
+	[ "$(head -1 "$x/usr/share/zsh/vendor-completions/_clusterrebootd")" = '#compdef clusterrebootd' ] || fail "$deb: zsh completion: no #compdef"
 	grep -q '^complete -c clusterrebootd ' "$x/usr/share/fish/vendor_completions.d/clusterrebootd.fish" || fail "$deb: fish completion"
 	ok "$deb: control fields, conffiles, scripts, contents"
 done
@@ -291,12 +291,12 @@ for r in *.rpm; do
 	[ "$rec" = "(dnf-utils or yum-utils);ca-certificates;" ] || fail "$r: recommends: $rec"
 	scripts=$(q --scripts)
 	for s in 'postinstall scriptlet' 'preuninstall scriptlet' 'postuninstall scriptlet'; do
-		printf '%s\n' "$scripts" | grep -q "^$s" || fail "$r: no $s"
+		grep -q "^$s" <<<"$scripts" || fail "$r: no $s"
 	done
-	printf '%s\n' "$scripts" | grep -q '^preinstall scriptlet' && fail "$r: unexpected %pre"
+	grep -q '^preinstall scriptlet' <<<"$scripts" && fail "$r: unexpected %pre"
 	post=$(printf '%s\n' "$scripts" | sed -n '/^postinstall scriptlet/,/^preuninstall scriptlet/p')
 	printf '%s\n' "$post" | grep -En "$enabling" && fail "$r: %post enables or starts a unit"
-	printf '%s\n' "$post" | grep -q 'systemd-tmpfiles --create clusterrebootd.conf' || fail "$r: %post does not run systemd-tmpfiles"
+	grep -q 'systemd-tmpfiles --create clusterrebootd.conf' <<<"$post" || fail "$r: %post does not run systemd-tmpfiles"
 	x=$tmp/rx-$arch
 	mkdir -p "$x"
 	# rpm2cpio exits 1 on nfpm's rpms (it disagrees with rpmpack about the
@@ -309,7 +309,7 @@ done
 
 # Debian's rpm warns on every install unless told it is deliberate.
 rpm_force=()
-rpm --help 2>&1 | grep -q -- --force-debian && rpm_force=(--force-debian)
+grep -q -- --force-debian <<<"$(rpm --help 2>&1)" && rpm_force=(--force-debian)
 
 # ---------------------------------------------------------------------------
 step "5. rpm --root install (no scriptlets)"

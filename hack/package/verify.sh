@@ -38,7 +38,8 @@ say "SHA256SUMS: $(wc -l <SHA256SUMS) files match"
 
 gpg --batch --quiet --import "$key" 2>/dev/null
 fpr=$(gpg --batch --with-colons --fingerprint | awk -F: '$1 == "fpr" { print $10; exit }')
-gpg --batch --quiet --status-fd 1 --verify SHA256SUMS.asc SHA256SUMS 2>/dev/null | grep -q "^\[GNUPG:\] VALIDSIG $fpr " || {
+status=$(gpg --batch --quiet --status-fd 1 --verify SHA256SUMS.asc SHA256SUMS 2>/dev/null || true)
+grep -q "^\[GNUPG:\] VALIDSIG $fpr " <<<"$status" || {
 	say "SHA256SUMS.asc: no valid signature by $fpr"
 	exit 1
 }
