@@ -146,14 +146,28 @@ func (s *Server) stop(sig syscall.Signal) {
 // Restart starts the member again on the same ports with the same data
 // directory (stopping it first if it still runs) and waits until it is
 // healthy.
+//
+// A restarted process that exits during start-up is started once more (with
+// the first attempt's log tail in the test log): on a loaded machine one of
+// its fixed ports can be taken in the meantime, e.g. as some client's
+// ephemeral port, which is not what the tests are about.
 func (s *Server) Restart(t testing.TB) {
 	t.Helper()
 	s.Stop()
-	if err := s.launch(); err != nil {
-		t.Fatalf("etcdtest: restart etcd: %v", err)
-	}
-	if err := s.waitHealthy(); err != nil {
+	for attempt := 1; ; attempt++ {
+		if err := s.launch(); err != nil {
+			t.Fatalf("etcdtest: restart etcd: %v", err)
+		}
+		err := s.waitHealthy()
+		if err == nil {
+			return
+		}
 		s.Kill()
+		if errors.Is(err, errExited) && attempt < 2 {
+			t.Logf("etcdtest: restarted etcd exited during start-up; starting it once more\n--- etcd log (tail) ---\n%s", s.logTail())
+			time.Sleep(200 * time.Millisecond)
+			continue
+		}
 		t.Fatalf("etcdtest: restart etcd: %v\n--- etcd log (tail) ---\n%s", err, s.logTail())
 	}
 }
