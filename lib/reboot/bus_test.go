@@ -32,7 +32,9 @@ type fakeLogind struct {
 	listErr    *dbus.Error
 	inhibitors []inhibitor
 	hang       bool // Reboot and ListInhibitors never answer
+	disconnect bool // Reboot drops logind's bus connection without replying (a shutdown under way)
 	release    chan struct{}
+	conn       *dbus.Conn
 }
 
 func newFakeLogind(t *testing.T, addr string) *fakeLogind {
@@ -42,7 +44,7 @@ func newFakeLogind(t *testing.T, addr string) *fakeLogind {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { conn.Close() })
-	f := &fakeLogind{release: make(chan struct{})}
+	f := &fakeLogind{release: make(chan struct{}), conn: conn}
 	t.Cleanup(func() { close(f.release) })
 	if err := conn.Export(f, logindPath, logindIface); err != nil {
 		t.Fatal(err)
@@ -79,8 +81,12 @@ func (f *fakeLogind) wait() {
 func (f *fakeLogind) Reboot(interactive bool) *dbus.Error {
 	f.mu.Lock()
 	f.calls = append(f.calls, "Reboot("+strconv.FormatBool(interactive)+")")
-	err := f.rebootErr
+	err, disconnect := f.rebootErr, f.disconnect
 	f.mu.Unlock()
+	if disconnect {
+		f.conn.Close() // the bus answers the caller with NoReply
+		return nil
+	}
 	f.wait()
 	return err
 }

@@ -89,13 +89,28 @@ func (l *Logind) Reboot(ctx context.Context, reason string) error {
 	if err := obj.CallWithContext(ctx, logindIface+".Reboot", 0, false).Err; err != nil {
 		err = withCause(ctx, fmt.Errorf("%w: Reboot: %s: %w", ErrLogind, describe(err), err))
 		var reply dbus.Error
-		if errors.As(err, &reply) {
+		if errors.As(err, &reply) && !busNoAnswer[reply.Name] {
 			// logind answered no (access denied, inhibited, ...): definite.
 			return fmt.Errorf("%w: %w", ErrRefused, err)
 		}
-		return err // no answer (timeout, connection lost): the reboot may be on its way
+		// No answer (timeout, connection lost, or the bus telling us logind
+		// went away without replying — as it does when the shutdown logind
+		// started stops it): the reboot may be on its way.
+		return err
 	}
 	return nil
+}
+
+// busNoAnswer are the errors the message bus itself sends in place of a
+// reply to a call it delivered: they say nothing about what logind did.
+// NoReply ("Message recipient disconnected from message bus without
+// replying") is what a caller sees when logind accepted the reboot and was
+// stopped by it before its reply went out.
+var busNoAnswer = map[string]bool{
+	"org.freedesktop.DBus.Error.NoReply":      true,
+	"org.freedesktop.DBus.Error.Timeout":      true,
+	"org.freedesktop.DBus.Error.TimedOut":     true,
+	"org.freedesktop.DBus.Error.Disconnected": true,
 }
 
 // inhibitor is one entry of ListInhibitors, signature (ssssuu).

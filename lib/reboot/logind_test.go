@@ -95,6 +95,25 @@ func TestLogindTimeout(t *testing.T) {
 	}
 }
 
+// logind accepted the reboot and was stopped by the shutdown before its
+// reply went out: the bus answers NoReply. That is no refusal — the reboot
+// is under way — so the holder must keep its slot (found by the chaos
+// matrix: a slot released this way let a second node reboot at once).
+func TestLogindDisconnectsWithoutReply(t *testing.T) {
+	addr := startBus(t)
+	f := newFakeLogind(t, addr)
+	f.set(func(f *fakeLogind) { f.disconnect = true })
+	l := newLogind(addr)
+	err := l.Reboot(context.Background(), "r")
+	if err == nil || !errors.Is(err, ErrLogind) || errors.Is(err, ErrRefused) {
+		t.Fatalf("Reboot err = %v, want ErrLogind, not ErrRefused (the reboot may be under way)", err)
+	}
+	var de dbus.Error
+	if !errors.As(err, &de) || de.Name != "org.freedesktop.DBus.Error.NoReply" {
+		t.Fatalf("err = %v, want the bus's NoReply", err)
+	}
+}
+
 // Nobody owns org.freedesktop.login1: an error.
 func TestLogindAbsent(t *testing.T) {
 	addr := startBus(t)
