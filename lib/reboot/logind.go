@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/godbus/dbus/v5"
@@ -76,7 +77,15 @@ func (l *Logind) Reboot(ctx context.Context, reason string) error {
 	defer cancel()
 	c, err := l.conn(ctx)
 	if err != nil {
-		return fmt.Errorf("%w: %w", ErrRefused, err) // never asked: no bus
+		if noBus(err) {
+			return fmt.Errorf("%w: %w", ErrRefused, err) // never asked: no bus at all
+		}
+		// The bus was there but the connection broke or hung during the
+		// handshake: what dbus-daemon does while the machine shuts down
+		// (someone else's reboot, a power-off). logind was never asked,
+		// but the node is most likely going down: keep the slot rather
+		// than let another node reboot now.
+		return withCause(ctx, err)
 	}
 	defer c.Close()
 	obj := c.Object(logindName, logindPath)
@@ -99,6 +108,12 @@ func (l *Logind) Reboot(ctx context.Context, reason string) error {
 		return err
 	}
 	return nil
+}
+
+// noBus reports a dial error that means no message bus listens at all
+// (no socket, nobody accepting): a reboot call cannot have gone anywhere.
+func noBus(err error) bool {
+	return errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED)
 }
 
 // busNoAnswer are the errors the message bus itself sends in place of a

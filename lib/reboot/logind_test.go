@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -111,6 +113,33 @@ func TestLogindDisconnectsWithoutReply(t *testing.T) {
 	var de dbus.Error
 	if !errors.As(err, &de) || de.Name != "org.freedesktop.DBus.Error.NoReply" {
 		t.Fatalf("err = %v, want the bus's NoReply", err)
+	}
+}
+
+// A bus socket that accepts and then drops the connection during the
+// handshake, as dbus-daemon does while the machine shuts down: the node is
+// most likely going down, so this is uncertain (keep the slot), unlike a
+// socket that does not exist (TestLogindNoBus: refused).
+func TestLogindBusDropsHandshake(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "bus")
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	l := newLogind("unix:path=" + path)
+	err = l.Reboot(context.Background(), "r")
+	if err == nil || !errors.Is(err, ErrLogind) || errors.Is(err, ErrRefused) {
+		t.Fatalf("Reboot err = %v, want ErrLogind, not ErrRefused (the bus broke: the node may be going down)", err)
 	}
 }
 
