@@ -24,15 +24,16 @@ func (c *Coordinator) Check(ctx context.Context) error {
 	}
 	// The common case needs nothing of the other nodes: read them only
 	// when a reboot is needed (O(1) per idle tick, whatever the fleet).
-	// The local health test (a D-Bus call) runs meanwhile.
-	healthy := goValue(func() bool { ok, _ := c.nodeHealthy(ctx); return ok })
+	// The local health test (a D-Bus call) runs meanwhile; a post-boot
+	// check uses the same result.
+	health := goValue(func() healthResult { ok, why := c.nodeHealthy(ctx); return healthResult{ok, why} })
 	gateView := c.prefetchGateView(ctx, bootID)
 	if gateView != nil {
 		defer gateView() // joined even when no slot needed it
 	}
 	view, err := c.Cluster.NodeView(ctx, c.opt.Node)
 	if err != nil {
-		healthy()
+		health()
 		return failure("etcd", err)
 	}
 	if !slices.Contains(view.Members, c.opt.Node) {
@@ -44,7 +45,7 @@ func (c *Coordinator) Check(ctx context.Context) error {
 
 	alive := Alive{Node: c.opt.Node, BootID: bootID, Kernel: c.opt.Kernel, Version: c.opt.Version,
 		MaxConcurrent: c.opt.MaxConcurrent, State: StateIdle}
-	alive.Healthy = healthy()
+	alive.Healthy = health().ok
 	holderOwnsRecord := false // once a holder runs, its states are the record
 	publish := func() {
 		alive.UpdatedAt = c.Now()
@@ -62,7 +63,7 @@ func (c *Coordinator) Check(ctx context.Context) error {
 	}()
 
 	if slot, ok := view.SlotOf(c.opt.Node); ok {
-		held, err := c.postBoot(ctx, slot, bootID, &alive, gateView)
+		held, err := c.postBoot(ctx, slot, bootID, &alive, gateView, health)
 		if !held && slot.BootID != bootID {
 			c.recorder().RebootCompleted() // released after a new boot (a state-file error may follow)
 		}

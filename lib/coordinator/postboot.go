@@ -11,8 +11,10 @@ import (
 //
 // gateView, when not nil, is the health script's view already being read
 // (Check starts it early when the state file says a reboot of ours is being
-// completed, see prefetchGateView); otherwise it is read here.
-func (c *Coordinator) postBoot(ctx context.Context, slot Slot, bootID string, alive *Alive, gateView func() viewResult) (held bool, _ error) {
+// completed, see prefetchGateView); otherwise it is read here. health, when
+// not nil, is the run's local health test (Check starts it at once);
+// otherwise it runs here.
+func (c *Coordinator) postBoot(ctx context.Context, slot Slot, bootID string, alive *Alive, gateView func() viewResult, health func() healthResult) (held bool, _ error) {
 	now := c.Now()
 	if slot.BootID == bootID {
 		return c.sameBoot(ctx, slot, bootID, alive)
@@ -25,7 +27,11 @@ func (c *Coordinator) postBoot(ctx context.Context, slot Slot, bootID string, al
 	if gateView == nil {
 		gateView = goValue(func() viewResult { v, err := c.Cluster.GateView(ctx); return viewResult{v, err} })
 	}
-	ok, why := c.nodeHealthy(ctx)
+	if health == nil {
+		health = func() healthResult { ok, why := c.nodeHealthy(ctx); return healthResult{ok, why} }
+	}
+	h := health()
+	ok, why := h.ok, h.why
 	r := gateView()
 	if ok {
 		if r.err != nil {
@@ -207,7 +213,7 @@ func (c *Coordinator) releaseDespiteKillSwitch(ctx context.Context) {
 	}
 	alive := Alive{Node: c.opt.Node, BootID: bootID, Kernel: c.opt.Kernel, Version: c.opt.Version,
 		MaxConcurrent: c.opt.MaxConcurrent, State: StateVerifying}
-	held, err := c.postBoot(ctx, slot, bootID, &alive, nil)
+	held, err := c.postBoot(ctx, slot, bootID, &alive, nil, nil)
 	switch {
 	case err != nil:
 		c.log.Warn("kill switch on; the slot of the finished reboot is kept", "error", err)

@@ -58,6 +58,12 @@ func goValue[T any](f func() T) func() T {
 	return sync.OnceValue(func() T { return <-ch })
 }
 
+// healthResult is one run of the local node-health test (nodeHealthy).
+type healthResult struct {
+	ok  bool
+	why string
+}
+
 // viewResult is a view read in the background.
 type viewResult struct {
 	v   View
