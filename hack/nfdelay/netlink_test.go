@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"slices"
 	"syscall"
 	"testing"
 )
@@ -135,23 +136,11 @@ func TestParseMsgs(t *testing.T) {
 			for _, m := range ms {
 				types = append(types, m.Type)
 			}
-			if !equal(types, tt.types) {
+			if !slices.Equal(types, tt.types) {
 				t.Fatalf("types %x, want %x", types, tt.types)
 			}
 		})
 	}
-}
-
-func equal(a, b []uint16) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 func TestDecodeError(t *testing.T) {

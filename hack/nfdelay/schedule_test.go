@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"log"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -105,7 +106,7 @@ func TestReleaserOrderAndTiming(t *testing.T) {
 		}
 		close(r.in)
 		<-done
-		if want := []uint32{1, 2, 4, 5}; !equal32(v.ids, want) {
+		if want := []uint32{1, 2, 4, 5}; !slices.Equal(v.ids, want) {
 			t.Fatalf("accepted %v, want %v", v.ids, want)
 		}
 		for i, id := range v.ids {
@@ -139,7 +140,7 @@ func TestReleaserFlush(t *testing.T) {
 		r.in <- queued{id: 5, due: time.Now().Add(time.Hour)} // arrives after the signal
 		close(r.in)
 		<-done
-		if !equal32(v.ids, []uint32{1, 2, 3, 4, 5}) {
+		if !slices.Equal(v.ids, []uint32{1, 2, 3, 4, 5}) {
 			t.Fatalf("accepted %v", v.ids)
 		}
 		if d := v.when[0].Sub(t0); d != 10*time.Millisecond {
@@ -154,18 +155,6 @@ func TestReleaserFlush(t *testing.T) {
 			t.Fatalf("flushed %d, want 4", r.flushed.Load())
 		}
 	})
-}
-
-func equal32(a, b []uint32) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 func TestParseFlags(t *testing.T) {
