@@ -225,47 +225,36 @@ func buildRootfs(repo string) (string, error) {
 // buildBinary builds the static clusterrebootd for the nodes, unless
 // CLUSTERREBOOTD_BIN names one.
 func buildBinary(repo, work string) (string, error) {
-	if p := os.Getenv(envBin); p != "" {
-		if !filepath.IsAbs(p) {
-			p = filepath.Join(repo, p)
-		}
-		if _, err := os.Stat(p); err != nil {
-			return "", fmt.Errorf("%s: %w", envBin, err)
-		}
-		return p, nil
-	}
-	out := filepath.Join(work, "clusterrebootd")
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", out, "./cmd/clusterrebootd")
-	cmd.Dir = repo
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build ./cmd/clusterrebootd: %w\n%s", err, b)
-	}
-	return out, nil
+	return buildStatic(repo, work, envBin, ".", "./cmd/clusterrebootd", "clusterrebootd")
 }
 
 // buildNfdelay builds hack/nfdelay (standard library only, a few seconds)
 // into the work directory, unless NFDELAY_BIN names one.
 func buildNfdelay(repo, work string) (string, error) {
-	if p := os.Getenv(envNfdelay); p != "" {
+	return buildStatic(repo, work, envNfdelay, "hack", "./nfdelay", "nfdelay")
+}
+
+// buildStatic returns the binary the environment variable env names
+// (relative to repo), or builds package pkg of the module in repo/module
+// without cgo into work/name.
+func buildStatic(repo, work, env, module, pkg, name string) (string, error) {
+	if p := os.Getenv(env); p != "" {
 		if !filepath.IsAbs(p) {
 			p = filepath.Join(repo, p)
 		}
 		if _, err := os.Stat(p); err != nil {
-			return "", fmt.Errorf("%s: %w", envNfdelay, err)
+			return "", fmt.Errorf("%s: %w", env, err)
 		}
 		return p, nil
 	}
-	out := filepath.Join(work, "nfdelay")
+	out := filepath.Join(work, name)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", out, "./nfdelay")
-	cmd.Dir = filepath.Join(repo, "hack")
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", out, pkg)
+	cmd.Dir = filepath.Join(repo, module)
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if b, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build ./nfdelay in hack: %w\n%s", err, b)
+		return "", fmt.Errorf("go build %s in %s: %w\n%s", pkg, cmd.Dir, err, b)
 	}
 	return out, nil
 }
