@@ -3,7 +3,6 @@ package cluster
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -19,9 +18,10 @@ var errEntryGone = errors.New("cluster: lock: our mutex key vanished")
 // wait. The difference is the watch: Mutex.Lock watches the predecessor's key
 // from the revision of its read, which etcd treats as a past ("unsynced")
 // watcher and serves only at its next resync, up to 100 ms after the
-// predecessor's unlock. Here the watch starts one revision after the read, so
-// it is synced unless something was written in between (docs/performance.md,
-// handover). FIFO order and `etcdctl lock` compatibility are unchanged: only
+// predecessor's unlock. Here the wait is WaitChange's: a watch from now
+// (always synced) and, when anything was written since the read, one read
+// that closes the gap (docs/performance.md, handover and rollout start-up).
+// FIFO order and `etcdctl lock` compatibility are unchanged: only
 // keys with a smaller create revision are waited for, newest first, and the
 // oldest key owns the mutex.
 //
@@ -44,32 +44,10 @@ func (s *Session) waitTurn(ctx context.Context, myRev int64) error {
 		if len(ahead) == 0 {
 			return nil // first in line: ours
 		}
-		if err := s.waitDeleted(ctx, string(ahead[0].Key), resp.Header.Revision); err != nil {
+		// Any change of the key ahead (its deletion, or a new entry of
+		// the same session) ends the wait; the next read decides.
+		if err := s.c.WaitChange(ctx, string(ahead[0].Key), false, resp.Header.Revision); err != nil {
 			return err
 		}
 	}
-}
-
-// waitDeleted returns once key is deleted after revision rev (or rev+1 was
-// compacted: the caller reads again).
-func (s *Session) waitDeleted(ctx context.Context, key string, rev int64) error {
-	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
-	defer cancel()
-	for wr := range s.c.cli.Watch(wctx, key, clientv3.WithRev(rev+1), clientv3.WithFilterPut()) {
-		if wr.CompactRevision != 0 {
-			return nil
-		}
-		if err := wr.Err(); err != nil {
-			return err
-		}
-		for _, ev := range wr.Events {
-			if ev.Type == clientv3.EventTypeDelete {
-				return nil
-			}
-		}
-	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	return fmt.Errorf("%w: watch %s closed", ErrUnavailable, key)
 }
