@@ -105,7 +105,10 @@ func (c *Coordinator) Check(ctx context.Context) error {
 		return nil
 	}
 
-	if view, err = c.Cluster.View(ctx); err != nil {
+	// The pre-lock gates read every member and alive record but not the
+	// mutex queue (as under the lock): with many holders queued, the queue
+	// is most of the bytes.
+	if view, err = c.Cluster.GateView(ctx); err != nil {
 		alive.State, alive.Blocked = StateError, "cannot read the cluster: "+err.Error()
 		return failure("etcd", err)
 	}
