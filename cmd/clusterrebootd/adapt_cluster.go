@@ -56,6 +56,20 @@ func (p *clusterPort) GateView(ctx context.Context) (co.View, error) {
 	return p.view(ctx, (*cluster.Client).SnapshotWithoutQueue)
 }
 
+// QueueView reads the mutex queue alone; it leaves the alive-lease hints
+// of the last full read as they are.
+func (p *clusterPort) QueueView(ctx context.Context) (co.View, error) {
+	c, err := p.lazy.get(ctx)
+	if err != nil {
+		return co.View{}, mapErr(err)
+	}
+	s, err := c.QueueSnapshot(ctx)
+	if err != nil {
+		return co.View{}, mapErr(err)
+	}
+	return co.View{Revision: s.Revision, Queue: waitersOf(s)}, nil
+}
+
 func (p *clusterPort) view(ctx context.Context, read func(*cluster.Client, context.Context) (cluster.Snapshot, error)) (co.View, error) {
 	c, err := p.lazy.get(ctx)
 	if err != nil {
@@ -88,10 +102,16 @@ func (p *clusterPort) view(ctx context.Context, read func(*cluster.Client, conte
 	if s.Settings != nil {
 		v.MaxConcurrent = s.Settings.MaxConcurrent
 	}
-	for _, w := range s.Queue {
-		v.Queue = append(v.Queue, co.Waiter{Node: w.Node, PID: w.PID, QueuedAt: w.QueuedAt, Key: w.Key})
-	}
+	v.Queue = waitersOf(s)
 	return v, nil
+}
+
+func waitersOf(s cluster.Snapshot) []co.Waiter {
+	var q []co.Waiter
+	for _, w := range s.Queue {
+		q = append(q, co.Waiter{Node: w.Node, PID: w.PID, QueuedAt: w.QueuedAt, Key: w.Key})
+	}
+	return q
 }
 
 func (p *clusterPort) Register(ctx context.Context, node string) error {

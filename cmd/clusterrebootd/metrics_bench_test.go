@@ -272,6 +272,11 @@ func (c traceCluster) GateView(ctx context.Context) (co.View, error) {
 	return c.Cluster.GateView(ctx)
 }
 
+func (c traceCluster) QueueView(ctx context.Context) (co.View, error) {
+	defer c.tr.add(c.node, "QueueView", time.Now())
+	return c.Cluster.QueueView(ctx)
+}
+
 func (c traceCluster) PublishAlive(ctx context.Context, a co.Alive) error {
 	defer c.tr.add(c.node, "PublishAlive", time.Now())
 	return c.Cluster.PublishAlive(ctx, a)

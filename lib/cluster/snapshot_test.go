@@ -98,8 +98,24 @@ func TestSnapshotDecodesEveryKind(t *testing.T) {
 	if !reflect.DeepEqual(nq, snap) {
 		t.Errorf("SnapshotWithoutQueue = %+v\nwant %+v", nq, snap)
 	}
+	// The queue alone: the same waiters, nothing else.
+	q, err := e.c.QueueSnapshot(ctx)
+	if err != nil {
+		t.Fatalf("QueueSnapshot: %v", err)
+	}
+	full, err := e.c.Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(q.Queue, full.Queue) || len(q.Queue) != 1 || q.Revision != full.Revision ||
+		len(q.Members)+len(q.Alive)+len(q.Slots) != 0 || q.Pause != nil || q.Settings != nil {
+		t.Errorf("QueueSnapshot = %+v\nwant the queue of %+v alone", q, full)
+	}
 	// Keys beside the lock prefix are still read (and refused when unknown).
 	e.put(t, e.P+"/lockx", "x")
+	if _, err := e.c.QueueSnapshot(ctx); err != nil {
+		t.Errorf("QueueSnapshot read %s/lockx, beside the lock prefix: %v", e.P, err)
+	}
 	if _, err := e.c.SnapshotWithoutQueue(ctx); !errors.Is(err, ErrCorrupt) {
 		t.Errorf("SnapshotWithoutQueue with an unknown key %s/lockx: %v", e.P, err)
 	}

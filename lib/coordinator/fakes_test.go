@@ -171,6 +171,11 @@ func (c *fakeCluster) GateView(ctx context.Context) (View, error) {
 	return v, err
 }
 
+func (c *fakeCluster) QueueView(ctx context.Context) (View, error) {
+	v, err := c.View(ctx)
+	return View{Revision: v.Revision, Queue: v.Queue}, err
+}
+
 func (c *fakeCluster) View(ctx context.Context) (View, error) {
 	c.rec.add("cluster.View")
 	c.mu.Lock()

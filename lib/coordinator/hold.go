@@ -120,7 +120,7 @@ func (h *holdRun) run() error {
 // read may already see our own entry.
 func (h *holdRun) announceQueued() queuedAt {
 	q := queuedAt{line: "queued for the cluster lock"}
-	if v, err := h.c.Cluster.View(h.ctx); err == nil {
+	if v, err := h.c.Cluster.QueueView(h.ctx); err == nil {
 		ahead := v.Queue
 		if i := v.QueuePosition(h.c.opt.Node); i > 0 {
 			ahead = v.Queue[:i-1]

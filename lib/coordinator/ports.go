@@ -19,6 +19,9 @@ type Cluster interface {
 	// cluster's size: node's own member and alive records, every slot, the
 	// pause and the settings; no other node's records, no queue.
 	NodeView(ctx context.Context, node string) (View, error)
+	// QueueView is the mutex queue alone (Queue; nothing else): a
+	// holder's place in line at a cost independent of the members.
+	QueueView(ctx context.Context) (View, error)
 	Register(ctx context.Context, node string) error
 	PublishAlive(ctx context.Context, a Alive) error
 	UpdateSlot(ctx context.Context, s Slot) (Slot, error)
