@@ -59,25 +59,27 @@ func (p *clusterPort) GateView(ctx context.Context) (co.View, error) {
 // QueueView reads the mutex queue alone; it leaves the alive-lease hints
 // of the last full read as they are.
 func (p *clusterPort) QueueView(ctx context.Context) (co.View, error) {
-	c, err := p.lazy.get(ctx)
+	s, err := p.snapshot(ctx, (*cluster.Client).QueueSnapshot)
 	if err != nil {
-		return co.View{}, mapErr(err)
-	}
-	s, err := c.QueueSnapshot(ctx)
-	if err != nil {
-		return co.View{}, mapErr(err)
+		return co.View{}, err
 	}
 	return co.View{Revision: s.Revision, Queue: waitersOf(s)}, nil
 }
 
-func (p *clusterPort) view(ctx context.Context, read func(*cluster.Client, context.Context) (cluster.Snapshot, error)) (co.View, error) {
+// snapshot runs read on the (lazily dialled) client, errors mapped.
+func (p *clusterPort) snapshot(ctx context.Context, read func(*cluster.Client, context.Context) (cluster.Snapshot, error)) (cluster.Snapshot, error) {
 	c, err := p.lazy.get(ctx)
 	if err != nil {
-		return co.View{}, mapErr(err)
+		return cluster.Snapshot{}, mapErr(err)
 	}
 	s, err := read(c, ctx)
+	return s, mapErr(err)
+}
+
+func (p *clusterPort) view(ctx context.Context, read func(*cluster.Client, context.Context) (cluster.Snapshot, error)) (co.View, error) {
+	s, err := p.snapshot(ctx, read)
 	if err != nil {
-		return co.View{}, mapErr(err)
+		return co.View{}, err
 	}
 	v := co.View{Revision: s.Revision}
 	p.mu.Lock()

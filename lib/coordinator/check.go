@@ -26,7 +26,7 @@ func (c *Coordinator) Check(ctx context.Context) error {
 	// when a reboot is needed (O(1) per idle tick, whatever the fleet).
 	// The local health test (a D-Bus call) runs meanwhile; a post-boot
 	// check uses the same result.
-	health := goValue(func() healthResult { ok, why := c.nodeHealthy(ctx); return healthResult{ok, why} })
+	health := goValue(func() healthResult { return c.healthTest(ctx) })
 	gateView := c.prefetchGateView(ctx, bootID)
 	if gateView != nil {
 		defer gateView() // joined even when no slot needed it

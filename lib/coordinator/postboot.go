@@ -25,10 +25,10 @@ func (c *Coordinator) postBoot(ctx context.Context, slot Slot, bootID string, al
 	// use and which can be long) is read while the local health test runs;
 	// it is used only if the node is healthy.
 	if gateView == nil {
-		gateView = goValue(func() viewResult { v, err := c.Cluster.GateView(ctx); return viewResult{v, err} })
+		gateView = c.startGateView(ctx)
 	}
 	if health == nil {
-		health = func() healthResult { ok, why := c.nodeHealthy(ctx); return healthResult{ok, why} }
+		health = func() healthResult { return c.healthTest(ctx) }
 	}
 	h := health()
 	ok, why := h.ok, h.why

@@ -70,6 +70,18 @@ type viewResult struct {
 	err error
 }
 
+// healthTest runs the local node-health test once.
+func (c *Coordinator) healthTest(ctx context.Context) healthResult {
+	ok, why := c.nodeHealthy(ctx)
+	return healthResult{ok, why}
+}
+
+// startGateView reads the gate view in the background; the function it
+// returns joins the read.
+func (c *Coordinator) startGateView(ctx context.Context) func() viewResult {
+	return goValue(func() viewResult { v, err := c.Cluster.GateView(ctx); return viewResult{v, err} })
+}
+
 // prefetchGateView starts reading the view the post-boot health script
 // needs, at the same time as the check's own first read, when the state
 // file says this node asked for a coordinated reboot in an earlier boot:
@@ -82,5 +94,5 @@ func (c *Coordinator) prefetchGateView(ctx context.Context, bootID string) func(
 	if err != nil || st.SlotBootID == "" || st.SlotBootID == bootID {
 		return nil
 	}
-	return goValue(func() viewResult { v, err := c.Cluster.GateView(ctx); return viewResult{v, err} })
+	return c.startGateView(ctx)
 }
