@@ -33,6 +33,21 @@ func waitQueue(t *testing.T, e *env, n int) []LockWaiter {
 	}
 }
 
+// queueBehind gives n1 the mutex and queues n2 behind it: n2's Lock runs
+// in the background and its result arrives on done. It returns once both
+// entries are in the queue, with the queue then.
+func queueBehind(t *testing.T, e *env) (s1, s2 *Session, done <-chan error, q []LockWaiter) {
+	t.Helper()
+	ctx := ctxT(t)
+	s1, s2 = e.session(t, "n1", time.Minute), e.session(t, "n2", time.Minute)
+	if err := s1.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ch := make(chan error, 1)
+	go func() { ch <- s2.Lock(ctx) }()
+	return s1, s2, ch, waitQueue(t, e, 2)
+}
+
 func TestMutexFIFO(t *testing.T) {
 	e := newEnv(t)
 	ctx := ctxT(t)
@@ -322,13 +337,7 @@ func TestSessionLifecycle(t *testing.T) {
 func TestLockEndsWhenSessionDies(t *testing.T) {
 	e := newEnv(t)
 	ctx := ctxT(t)
-	s1, s2 := e.session(t, "n1", time.Minute), e.session(t, "n2", time.Minute)
-	if err := s1.Lock(ctx); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- s2.Lock(ctx) }()
-	waitQueue(t, e, 2)
+	_, s2, done, _ := queueBehind(t, e)
 	if _, err := e.raw.Revoke(ctx, clientv3.LeaseID(s2.LeaseID())); err != nil {
 		t.Fatal(err)
 	}
@@ -344,13 +353,7 @@ func TestLockEndsWhenSessionDies(t *testing.T) {
 func TestCloseEndsLockWait(t *testing.T) {
 	e := newEnv(t)
 	ctx := ctxT(t)
-	s1, s2 := e.session(t, "n1", time.Minute), e.session(t, "n2", time.Minute)
-	if err := s1.Lock(ctx); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- s2.Lock(ctx) }()
-	waitQueue(t, e, 2)
+	_, s2, done, _ := queueBehind(t, e)
 	if err := s2.Lock(ctx); err == nil || errors.Is(err, ErrLockLost) {
 		t.Fatalf("concurrent Lock on one session: %v, want an in-progress error", err)
 	}
@@ -409,13 +412,8 @@ func TestLockRequeuesWhenEntryVanishes(t *testing.T) {
 	// without a key, and its fenced write uses the new entry.
 	e := newEnv(t)
 	ctx := ctxT(t)
-	s1, s2 := e.session(t, "n1", time.Minute), e.session(t, "n2", time.Minute)
-	if err := s1.Lock(ctx); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- s2.Lock(ctx) }()
-	first := waitQueue(t, e, 2)[1]
+	s1, s2, done, before := queueBehind(t, e)
+	first := before[1]
 	if _, err := e.raw.Delete(ctx, s2.Key()); err != nil {
 		t.Fatal(err)
 	}
